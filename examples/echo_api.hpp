@@ -1,0 +1,23 @@
+#pragma once
+// The functions both example processes share: the server registers them, the client names
+// them in call<...>. Their signatures are the whole schema.
+#include <corvid/corvid.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+inline std::string_view echo(std::string_view s) { return s; }
+
+inline corvid::task<int> add(int a, int b) { co_return a + b; }
+
+struct point {
+  int x;
+  double y;
+  std::string tag;
+  std::vector<int> v;
+};
+inline point move(point p, int dx) {
+  p.x += dx;
+  p.v.push_back(dx);
+  return p;
+}

@@ -1,0 +1,148 @@
+#pragma once
+// The shared state of one client call: filled on the connection's reactor, awaited by the
+// caller on any thread. Completion is a lock-free handshake on `waiter_`: whoever comes
+// second (the reply or the awaiting coroutine) resumes the coroutine.
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "corvid/codec/codec.hpp"
+#include "corvid/detail/frame_allocator.hpp"
+#include "corvid/error.hpp"
+#include "corvid/expected.hpp"
+
+namespace corvid {
+
+// A result together with the reply's attachment (call_with_attachment / send_request_with).
+template <class R>
+struct with_attachment {
+  R value;
+  std::string attachment;
+};
+template <>
+struct with_attachment<void> {
+  std::string attachment;
+};
+
+namespace detail {
+
+class call_base : public pooled {
+ public:
+  virtual ~call_base() = default;
+  // Reactor thread: a reply arrived (status ok: body is the encoded result).
+  virtual void set_reply(rpc_errc status, std::string_view body,
+                         std::string_view attachment) noexcept = 0;
+  virtual void set_error(rpc_error e) noexcept = 0;
+
+  // After set_reply/set_error: wakes the awaiting coroutine, if it is already waiting.
+  void complete() noexcept {
+    void* w = waiter_.exchange(done_marker(), std::memory_order_acq_rel);
+    if (w != nullptr) std::coroutine_handle<>::from_address(w).resume();
+  }
+  void fail(rpc_errc code, std::string message) noexcept {
+    set_error(rpc_error(code, std::move(message)));
+    complete();
+  }
+  bool done() const noexcept { return waiter_.load(std::memory_order_acquire) == done_marker(); }
+  // Registers the waiting coroutine; false if the result is already there.
+  bool wait(std::coroutine_handle<> h) noexcept {
+    void* expected = nullptr;
+    return waiter_.compare_exchange_strong(expected, h.address(), std::memory_order_acq_rel);
+  }
+
+  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // Owned by the connection, under its lock.
+  std::uint64_t id = 0;
+  std::chrono::steady_clock::time_point deadline{};
+  call_base* prev = nullptr;  // deadline list
+  call_base* next = nullptr;
+  bool timed = false;
+
+ private:
+  static void* done_marker() noexcept { return reinterpret_cast<void*>(1); }
+  std::atomic<void*> waiter_{nullptr};
+  std::atomic<int> refs_{1};
+};
+
+std::string undecodable_reply_message(std::string_view why);
+
+// R: the client-side result type (owning); A: whether the caller wants the reply attachment.
+template <class R, bool A>
+class call_state final : public call_base {
+ public:
+  using value_type = std::conditional_t<A, with_attachment<R>, R>;
+  using result_type = expected<value_type, rpc_error>;
+
+  void set_reply(rpc_errc status, std::string_view body,
+                 std::string_view attachment) noexcept override {
+    try {
+      if (status != rpc_errc::ok) {
+        std::string message;
+        if (codec::decode(body, message) != codec::decode_errc::ok) message.clear();
+        result_ = unexpected(rpc_error(status, std::move(message)));
+        return;
+      }
+      value_type v{};
+      auto ec = decode_value(body, v);
+      if (ec != codec::decode_errc::ok) {
+        result_ = unexpected(
+            rpc_error(rpc_errc::protocol_error, undecodable_reply_message(codec::to_string(ec))));
+        return;
+      }
+      if constexpr (A) v.attachment.assign(attachment);
+      result_ = std::move(v);
+    } catch (...) {  // only std::bad_alloc can get here
+      result_ = unexpected(rpc_error(rpc_errc::message_too_large, "out of memory decoding reply"));
+    }
+  }
+  void set_error(rpc_error e) noexcept override { result_ = unexpected(std::move(e)); }
+  result_type take() { return std::move(result_); }
+
+ private:
+  static codec::decode_errc decode_value(std::string_view body, value_type& v) {
+    if constexpr (std::is_void_v<R>) {
+      return body.empty() ? codec::decode_errc::ok : codec::decode_errc::trailing_bytes;
+    } else if constexpr (A) {
+      return codec::decode(body, v.value);
+    } else {
+      return codec::decode(body, v);
+    }
+  }
+  result_type result_{unexpected(rpc_error(rpc_errc::cancelled, "call never completed"))};
+};
+
+// Specialisation detail: value_type for R = void without attachment.
+template <>
+class call_state<void, false> final : public call_base {
+ public:
+  using result_type = expected<void, rpc_error>;
+  void set_reply(rpc_errc status, std::string_view body, std::string_view) noexcept override {
+    if (status != rpc_errc::ok) {
+      std::string message;
+      try {
+        if (codec::decode(body, message) != codec::decode_errc::ok) message.clear();
+      } catch (...) {
+      }
+      result_ = unexpected(rpc_error(status, std::move(message)));
+    } else if (!body.empty()) {
+      result_ = unexpected(rpc_error(rpc_errc::protocol_error, "reply to a void call has a body"));
+    } else {
+      result_ = result_type{};
+    }
+  }
+  void set_error(rpc_error e) noexcept override { result_ = unexpected(std::move(e)); }
+  result_type take() { return std::move(result_); }
+
+ private:
+  result_type result_{unexpected(rpc_error(rpc_errc::cancelled, "call never completed"))};
+};
+
+}  // namespace detail
+}  // namespace corvid

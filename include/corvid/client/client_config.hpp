@@ -1,0 +1,21 @@
+#pragma once
+#include <chrono>
+#include <cstdint>
+
+#include "corvid/protocol/frame_header.hpp"
+
+namespace corvid {
+
+class io_pool;
+
+struct client_config {
+  std::chrono::milliseconds connect_timeout{5000};
+  // Default deadline of call()/send_request(); 0 = none. call_for() overrides it per call.
+  std::chrono::milliseconds request_timeout{30000};
+  // Largest body + attachment sent or accepted.
+  std::uint32_t max_frame_size = protocol::default_max_frame_size;
+  // Reactors to run on; null = io_pool::default_pool().
+  io_pool* pool = nullptr;
+};
+
+}  // namespace corvid

@@ -1,0 +1,166 @@
+#pragma once
+// rpc_client: one connection carrying many concurrent calls (pipelining). Safe to use from
+// any number of coroutines and threads at once. Callers resume on the connection's reactor.
+//
+//   corvid::rpc_client client;
+//   if (auto ec = co_await client.connect("127.0.0.1:9000")) { /* ec.message() */ }
+//   auto r = co_await client.call<echo>("hello");        // expected<std::string, rpc_error>
+//   auto p = co_await client.send_request<add>(1, 2);    // queued; await the reply later
+//   auto s = co_await std::move(p);
+#include <chrono>
+#include <coroutine>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+#include "corvid/client/async_reply.hpp"
+#include "corvid/client/client_config.hpp"
+#include "corvid/codec/codec.hpp"
+#include "corvid/detail/client_connection.hpp"
+#include "corvid/detail/function_traits.hpp"
+#include "corvid/protocol/function_id.hpp"
+
+namespace corvid {
+
+// Per-call options for send_request_with / call_with.
+struct call_options {
+  std::chrono::milliseconds timeout{-1};  // negative: the client's request_timeout; 0: none
+  std::string_view attachment;            // raw bytes sent beside the arguments
+};
+
+// The type send_request<F> yields, for storing pending replies (e.g. in a vector).
+template <auto F>
+using async_reply_t = async_reply<detail::call_state<detail::client_result_t<F>, false>>;
+
+class connect_awaiter {
+ public:
+  connect_awaiter(std::shared_ptr<detail::client_connection> conn, std::string host,
+                  std::string port, rpc_error parse_error)
+      : conn_(std::move(conn)),
+        host_(std::move(host)),
+        port_(std::move(port)),
+        result_(std::move(parse_error)) {}
+  bool await_ready() const noexcept { return static_cast<bool>(result_); }
+  void await_suspend(std::coroutine_handle<> h) {
+    conn_->connect(host_, port_, [this, h](rpc_error e) {
+      result_ = std::move(e);
+      h.resume();
+    });
+  }
+  rpc_error await_resume() { return std::move(result_); }
+
+ private:
+  std::shared_ptr<detail::client_connection> conn_;
+  std::string host_, port_;
+  rpc_error result_;
+};
+
+class rpc_client {
+ public:
+  rpc_client();
+  explicit rpc_client(client_config config);
+  ~rpc_client();  // pending calls end with connection_closed
+  rpc_client(const rpc_client&) = delete;
+  rpc_client& operator=(const rpc_client&) = delete;
+
+  // "host:port" or "[ipv6]:port". Awaits to an rpc_error, falsy on success; never throws.
+  // Connecting again replaces the connection (its pending calls end with connection_closed).
+  connect_awaiter connect(std::string_view endpoint);
+  void close();
+  bool is_connected() const { return conn_->is_open(); }
+  const client_config& config() const noexcept { return config_; }
+
+  template <class State>
+  using reply_t = typename State::result_type;
+
+  // co_await: expected<R, rpc_error>, R the owning form of F's return type.
+  template <auto F, class... Args>
+  auto call(Args&&... args) {
+    return reply_awaitable(start<F, false>(call_options{}, std::forward<Args>(args)...));
+  }
+  template <auto F, class Rep, class Period, class... Args>
+  auto call_for(std::chrono::duration<Rep, Period> timeout, Args&&... args) {
+    return reply_awaitable(
+        start<F, false>(call_options{clamp(timeout), {}}, std::forward<Args>(args)...));
+  }
+  // co_await: expected<with_attachment<R>, rpc_error>. `attachment` must stay valid until
+  // this returns (it is copied into the send queue).
+  template <auto F, class... Args>
+  auto call_with_attachment(std::string_view attachment, Args&&... args) {
+    return reply_awaitable(
+        start<F, true>(call_options{std::chrono::milliseconds(-1), attachment},
+                       std::forward<Args>(args)...));
+  }
+  template <auto F, class... Args>
+  auto call_with(call_options options, Args&&... args) {
+    return reply_awaitable(start<F, true>(options, std::forward<Args>(args)...));
+  }
+  // Queues the request at once; co_await yields an async_reply to await for the result.
+  template <auto F, class... Args>
+  auto send_request(Args&&... args) {
+    return queued_request(start<F, false>(call_options{}, std::forward<Args>(args)...));
+  }
+  template <auto F, class... Args>
+  auto send_request_with(call_options options, Args&&... args) {
+    return queued_request(start<F, true>(options, std::forward<Args>(args)...));
+  }
+
+ private:
+  template <class Rep, class Period>
+  static std::chrono::milliseconds clamp(std::chrono::duration<Rep, Period> d) {
+    // Round up, and never to 0, which would mean "no deadline".
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(d);
+    return ms.count() < 1 ? std::chrono::milliseconds(1) : ms;
+  }
+
+  // Encodes `arg` exactly as the parameter type P would be encoded, without building a P
+  // when the bytes are the same (any string-like argument for a string parameter).
+  template <class P, class A, class Out>
+  static void encode_arg(Out& out, A&& arg) {
+    using param = std::remove_cvref_t<P>;
+    using given = std::remove_cvref_t<A>;
+    if constexpr (std::is_same_v<param, given>) {
+      codec::encode(out, arg);
+    } else if constexpr ((std::is_same_v<param, std::string> ||
+                          std::is_same_v<param, std::string_view>) &&
+                         std::is_convertible_v<A&&, std::string_view>) {
+      codec::encode(out, std::string_view(arg));
+    } else {
+      codec::encode(out, static_cast<param>(std::forward<A>(arg)));
+    }
+  }
+
+  template <auto F, bool WithAttachment, class... Args>
+  auto start(call_options options, Args&&... args) {
+    using params = detail::wire_params_t<F>;
+    static_assert(sizeof...(Args) == std::tuple_size_v<params>,
+                  "corvid: wrong number of arguments for this RPC function");
+    static_assert(
+        []<std::size_t... I>(std::index_sequence<I...>) {
+          return (std::is_constructible_v<std::remove_cvref_t<std::tuple_element_t<I, params>>,
+                                          std::tuple_element_t<I, std::tuple<Args&&...>>> &&
+                  ...);
+        }(std::index_sequence_for<Args...>{}),
+        "corvid: an argument does not convert to the RPC function's parameter type");
+    using state = detail::call_state<detail::client_result_t<F>, WithAttachment>;
+    auto* s = new state();
+    s->add_ref();  // one reference for the connection, one for the caller
+    const auto timeout =
+        options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
+    conn_->submit(s, protocol::function_id<F>(), options.attachment, timeout,
+                  [&](auto& out) {
+                    [&]<std::size_t... I>(std::index_sequence<I...>) {
+                      (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)),
+                       ...);
+                    }(std::index_sequence_for<Args...>{});
+                  });
+    return detail::call_ref<state>(s);
+  }
+
+  client_config config_;
+  std::shared_ptr<detail::client_connection> conn_;
+};
+
+}  // namespace corvid

@@ -1,0 +1,117 @@
+#pragma once
+// encode(): appends the wire form of a value to a sink. Each leaf asks the sink for its bytes
+// once (a string is one extend for varint + bytes, a vector of bulk elements one memcpy), with
+// no virtual calls and no temporary buffers.
+#include <boost/pfr.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <variant>
+
+#include "corvid/codec/bulk.hpp"
+#include "corvid/codec/concepts.hpp"
+#include "corvid/codec/sink.hpp"
+#include "corvid/codec/size.hpp"
+#include "corvid/codec/traits.hpp"
+#include "corvid/codec/varint.hpp"
+
+namespace corvid::codec {
+namespace detail {
+
+template <class Sink, class T>
+void encode_value(Sink& out, const T& v);
+
+template <class Sink>
+void encode_varint(Sink& out, std::uint32_t n) {
+  char* p = out.extend(varint_size(n));
+  write_varint(p, n);
+}
+
+// Count prefix + n bulk elements starting at data: a single extend and memcpy.
+template <class Sink, class E>
+void encode_bulk(Sink& out, const E* data, std::size_t n) {
+  const std::uint32_t len = length_prefix(n);
+  const std::size_t bytes = n * sizeof(E);
+  char* p = write_varint(out.extend(varint_size(len) + bytes), len);
+  if (bytes != 0) std::memcpy(p, data, bytes);  // data may be null when n == 0
+}
+
+// Count prefix + each element in order (for containers whose elements are not bulk, or that
+// are not contiguous).
+template <class Sink, class Range>
+void encode_counted(Sink& out, const Range& r) {
+  encode_varint(out, length_prefix(r.size()));
+  for (const auto& e : r) encode_value(out, e);
+}
+
+template <class Sink, class T>
+void encode_value(Sink& out, const T& v) {
+  constexpr kind k = kind_v<T>;
+  if constexpr (k == kind::boolean) {
+    *out.extend(1) = static_cast<bool>(v) ? 1 : 0;
+  } else if constexpr (is_bulk_v<T>) {
+    // scalars, and arrays/aggregates of them without padding: memory bytes == wire bytes
+    std::memcpy(out.extend(sizeof(T)), &v, sizeof(T));
+  } else if constexpr (k == kind::string || k == kind::string_view || k == kind::byte_span) {
+    encode_bulk(out, v.data(), v.size());
+  } else if constexpr (k == kind::span || k == kind::vector) {
+    if constexpr (is_bulk_v<typename T::value_type>) {
+      encode_bulk(out, v.data(), v.size());
+    } else {
+      encode_counted(out, v);
+    }
+  } else if constexpr (k == kind::set) {
+    encode_counted(out, v);
+  } else if constexpr (k == kind::array) {
+    for (const auto& e : v) encode_value(out, e);  // length implied by the type
+  } else if constexpr (k == kind::bool_vector) {
+    const std::uint32_t len = length_prefix(v.size());
+    char* p = write_varint(out.extend(varint_size(len) + v.size()), len);
+    for (const bool b : v) *p++ = b ? 1 : 0;
+  } else if constexpr (k == kind::map) {
+    encode_varint(out, length_prefix(v.size()));
+    for (const auto& [key, value] : v) {
+      encode_value(out, key);
+      encode_value(out, value);
+    }
+  } else if constexpr (k == kind::optional) {
+    *out.extend(1) = v.has_value() ? 1 : 0;
+    if (v.has_value()) encode_value(out, *v);
+  } else if constexpr (k == kind::variant) {
+    if (v.valueless_by_exception()) throw std::bad_variant_access();
+    encode_varint(out, static_cast<std::uint32_t>(v.index()));
+    visit_index<std::variant_size_v<T>>(v.index(),
+                                        [&](auto i) { encode_value(out, std::get<i>(v)); });
+  } else if constexpr (k == kind::empty) {
+    // std::monostate: nothing on the wire
+  } else if constexpr (k == kind::tuple || k == kind::aggregate) {
+    for_each_member(v, [&](const auto& e) { encode_value(out, e); });
+  } else {
+    static_assert(always_false<T>, "corvid::codec: unsupported type (see docs/codec.md)");
+  }
+}
+
+}  // namespace detail
+
+// Appends the encoding of value to out (any type with `char* extend(std::size_t)`).
+// Throws std::length_error if a string or container holds more than UINT32_MAX elements, and
+// std::bad_variant_access for a valueless variant; never for any other value.
+template <sink Sink, class T>
+void encode(Sink& out, const T& value) {
+  static_assert(encodable<T>,
+                "corvid::codec::encode: T is not encodable (unsupported type inside; see "
+                "docs/codec.md for the supported types)");
+  if constexpr (encodable<T>) detail::encode_value(out, value);  // one error, not a cascade
+}
+
+// Encodes each value in turn: the same bytes as encode(out, std::tuple<Ts...>{values...}).
+template <sink Sink, class... Ts>
+void encode_all(Sink& out, const Ts&... values) {
+  static_assert((encodable<Ts> && ...),
+                "corvid::codec::encode_all: an argument type is not encodable (see "
+                "docs/codec.md for the supported types)");
+  if constexpr ((encodable<Ts> && ...)) (detail::encode_value(out, values), ...);
+}
+
+}  // namespace corvid::codec

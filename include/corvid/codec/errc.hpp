@@ -1,0 +1,36 @@
+#pragma once
+// decode_errc: why decoding failed. Decoding untrusted bytes reports errors by value (never
+// throws), so the RPC layer can turn any of these into a bad_request without try/catch.
+#include <cstdint>
+#include <string_view>
+
+namespace corvid::codec {
+
+enum class decode_errc : std::uint8_t {
+  ok = 0,
+  truncated,        // the input ended in the middle of a value
+  invalid_value,    // a byte sequence no encoder produces: bool/optional tag not 0/1, bad variant
+                    // index, non-minimal varint, duplicate map/set key
+  length_overflow,  // a varint above UINT32_MAX or over 5 bytes, or a count that cannot fit in
+                    // the bytes that remain
+  trailing_bytes,   // decode() consumed a whole value but input was left over
+};
+
+// Short stable name, e.g. "length_overflow".
+inline std::string_view to_string(decode_errc e) noexcept {
+  switch (e) {
+    case decode_errc::ok:
+      return "ok";
+    case decode_errc::truncated:
+      return "truncated";
+    case decode_errc::invalid_value:
+      return "invalid_value";
+    case decode_errc::length_overflow:
+      return "length_overflow";
+    case decode_errc::trailing_bytes:
+      return "trailing_bytes";
+  }
+  return "unknown";
+}
+
+}  // namespace corvid::codec

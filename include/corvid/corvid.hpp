@@ -1,0 +1,15 @@
+#pragma once
+// corvid: C++20 coroutine RPC. One include for everything a user needs.
+#include "corvid/client/async_reply.hpp"
+#include "corvid/client/client_config.hpp"
+#include "corvid/client/rpc_client.hpp"
+#include "corvid/codec/codec.hpp"
+#include "corvid/error.hpp"
+#include "corvid/expected.hpp"
+#include "corvid/runtime/io_pool.hpp"
+#include "corvid/runtime/sleep.hpp"
+#include "corvid/server/request_context.hpp"
+#include "corvid/server/rpc_server.hpp"
+#include "corvid/server/server_config.hpp"
+#include "corvid/sync_wait.hpp"
+#include "corvid/task.hpp"

@@ -1,0 +1,119 @@
+#pragma once
+// A growable byte buffer with a read cursor: the one buffer type the codec writes into and
+// connections read from. Unlike std::vector it never value-initialises what it grows into,
+// and consume() is O(1) until compact() moves the unread tail to the front.
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string_view>
+#include <utility>
+
+namespace corvid::detail {
+
+class byte_buffer {
+ public:
+  byte_buffer() = default;
+  explicit byte_buffer(std::size_t capacity) { reserve(capacity); }
+  byte_buffer(const byte_buffer&) = delete;
+  byte_buffer& operator=(const byte_buffer&) = delete;
+  byte_buffer(byte_buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)),
+        begin_(std::exchange(o.begin_, 0)),
+        end_(std::exchange(o.end_, 0)),
+        capacity_(std::exchange(o.capacity_, 0)) {}
+  byte_buffer& operator=(byte_buffer&& o) noexcept {
+    if (this != &o) {
+      std::free(data_);
+      data_ = std::exchange(o.data_, nullptr);
+      begin_ = std::exchange(o.begin_, 0);
+      end_ = std::exchange(o.end_, 0);
+      capacity_ = std::exchange(o.capacity_, 0);
+    }
+    return *this;
+  }
+  ~byte_buffer() { std::free(data_); }
+
+  // Unread bytes.
+  const char* data() const noexcept { return data_ + begin_; }
+  char* data() noexcept { return data_ + begin_; }
+  std::size_t size() const noexcept { return end_ - begin_; }
+  bool empty() const noexcept { return begin_ == end_; }
+  std::size_t capacity() const noexcept { return capacity_; }
+  std::string_view view() const noexcept { return {data(), size()}; }
+
+  // Free space after the unread bytes; write into it, then commit().
+  char* tail() noexcept { return data_ + end_; }
+  std::size_t tail_room() const noexcept { return capacity_ - end_; }
+  void commit(std::size_t n) noexcept { end_ += n; }
+
+  // Appends n uninitialised bytes and returns where they start (the codec's sink interface).
+  char* extend(std::size_t n) {
+    if (tail_room() < n) grow(n);
+    char* p = data_ + end_;
+    end_ += n;
+    return p;
+  }
+  void append(const void* p, std::size_t n) {
+    if (n != 0) std::memcpy(extend(n), p, n);
+  }
+  void append(std::string_view s) { append(s.data(), s.size()); }
+
+  // Marks n unread bytes as read.
+  void consume(std::size_t n) noexcept {
+    begin_ += n;
+    if (begin_ == end_) begin_ = end_ = 0;
+  }
+  void clear() noexcept { begin_ = end_ = 0; }
+  // Drops bytes past new_size (new_size <= size()).
+  void truncate(std::size_t new_size) noexcept { end_ = begin_ + new_size; }
+
+  // Moves unread bytes to the front so the tail is as large as possible.
+  void compact() noexcept {
+    if (begin_ == 0) return;
+    std::memmove(data_, data_ + begin_, size());
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  // Ensures at least n bytes of tail room (compacting or growing).
+  void ensure_tail(std::size_t n) {
+    if (tail_room() >= n) return;
+    if (capacity_ - size() >= n && begin_ != 0) {
+      compact();
+      return;
+    }
+    grow(n);
+  }
+  void reserve(std::size_t cap) {
+    if (cap > capacity_) reallocate(cap);
+  }
+  // Returns memory to the system, keeping at most `keep` bytes of capacity.
+  void shrink_to(std::size_t keep) {
+    if (capacity_ <= keep || size() > keep) return;
+    compact();
+    reallocate(keep);
+  }
+
+ private:
+  void grow(std::size_t n) {
+    compact();
+    std::size_t want = capacity_ ? capacity_ * 2 : 256;
+    while (want < end_ + n) want *= 2;
+    reallocate(want);
+  }
+  void reallocate(std::size_t cap) {
+    compact();
+    void* p = std::realloc(data_, cap == 0 ? 1 : cap);
+    if (p == nullptr) throw std::bad_alloc();
+    data_ = static_cast<char*>(p);
+    capacity_ = cap;
+  }
+
+  char* data_ = nullptr;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace corvid::detail

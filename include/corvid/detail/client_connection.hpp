@@ -1,0 +1,133 @@
+#pragma once
+// The client's side of one socket. The socket, read buffer and timer belong to one reactor;
+// callers on any thread queue requests under `mutex_`, held for the few instructions that
+// encode a frame into the shared outbound queue and register the call.
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "corvid/client/call_state.hpp"
+#include "corvid/client/client_config.hpp"
+#include "corvid/detail/byte_buffer.hpp"
+#include "corvid/detail/outbound_queue.hpp"
+#include "corvid/protocol/frame_header.hpp"
+
+namespace corvid::detail {
+
+class client_connection : public std::enable_shared_from_this<client_connection> {
+ public:
+  client_connection(asio::io_context& reactor, const client_config& config);
+  ~client_connection();
+
+  // Connects (replacing any current socket, whose calls fail). `done` runs on the reactor.
+  void connect(std::string host, std::string port, std::function<void(rpc_error)> done);
+  // Fails every pending call with connection_closed and closes the socket. Any thread.
+  void close(std::string reason);
+  bool is_open() const;
+  asio::io_context& reactor() noexcept { return reactor_; }
+
+  // Queues one request; `encode_body(queue)` appends the encoded arguments. Any thread.
+  // Takes over one reference to `call`; the call completes with a reply or an error.
+  template <class Encode>
+  void submit(call_base* call, std::uint32_t function_id, std::string_view attachment,
+              std::chrono::milliseconds timeout, Encode&& encode_body) {
+    std::unique_lock lk(mutex_);
+    if (!open_) {
+      lk.unlock();
+      call->fail(rpc_errc::connection_closed, closed_reason_or_default());
+      call->release();
+      return;
+    }
+    const std::size_t mark = out_.mark();
+    out_.extend(protocol::header_size);  // filled in below, once the lengths are known
+    try {
+      encode_body(out_);
+    } catch (...) {  // bad_alloc
+      out_.rollback(mark);
+      lk.unlock();
+      call->fail(rpc_errc::message_too_large, "out of memory encoding request");
+      call->release();
+      return;
+    }
+    const std::size_t body = out_.mark() - mark - protocol::header_size;
+    if (body + attachment.size() > config_.max_frame_size) {
+      out_.rollback(mark);
+      lk.unlock();
+      call->fail(rpc_errc::message_too_large,
+                 "request of " + std::to_string(body + attachment.size()) +
+                     " bytes exceeds max_frame_size " + std::to_string(config_.max_frame_size));
+      call->release();
+      return;
+    }
+    out_.append(attachment);
+    register_call(call, timeout);
+    protocol::frame_header h;
+    h.type = protocol::msg_type::request;
+    h.request_id = call->id;
+    h.function_id = function_id;
+    h.body_length = static_cast<std::uint32_t>(body);
+    h.attachment_length = static_cast<std::uint32_t>(attachment.size());
+    protocol::encode_header(h, out_.at(mark));  // after encoding: the buffer may have moved
+    out_.count_frame();
+    const bool kick = schedule_flush_locked();
+    lk.unlock();
+    if (kick) kick_flush();
+  }
+
+ private:
+  void register_call(call_base* call, std::chrono::milliseconds timeout);  // under mutex_
+  call_base* take_call(std::uint64_t id);                                  // under mutex_
+  void unlink_deadline(call_base* call);                                   // under mutex_
+  bool schedule_flush_locked();
+  void kick_flush();
+  std::string closed_reason_or_default() const;
+
+  void start_reading(std::uint64_t epoch);
+  void on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
+  bool process_frames();
+  void flush();
+  void on_write(std::uint64_t epoch, const std::error_code& ec);
+  void rearm_timer();
+  void on_timer();
+  // Reactor thread: closes the socket and fails every pending call with `e`.
+  void fail_all(rpc_error e);
+
+  asio::io_context& reactor_;
+  const client_config config_;
+
+  // Reactor-thread state.
+  asio::ip::tcp::socket socket_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer connect_timer_;
+  asio::steady_timer deadline_timer_;
+  std::chrono::steady_clock::time_point timer_armed_for_ = std::chrono::steady_clock::time_point::max();
+  byte_buffer read_buf_;
+  outbound_queue sending_;
+  std::uint64_t epoch_ = 0;  // bumps on every (re)connect; stale handlers see a mismatch
+  bool dispatching_ = false;
+
+  // Shared state, under mutex_.
+  mutable std::mutex mutex_;
+  bool open_ = false;
+  bool writing_ = false;
+  bool flush_scheduled_ = false;
+  std::string closed_reason_;
+  outbound_queue out_;
+  struct slot {
+    call_base* call = nullptr;
+    std::uint32_t generation = 1;
+  };
+  std::vector<slot> slots_;  // request id = generation << 32 | slot index
+  std::vector<std::uint32_t> free_slots_;
+  call_base* deadline_head_ = nullptr;  // sorted by deadline, earliest first
+  call_base* deadline_tail_ = nullptr;
+};
+
+}  // namespace corvid::detail

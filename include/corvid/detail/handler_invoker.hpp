@@ -1,0 +1,171 @@
+#pragma once
+// Turns a registered function into a type-erased request handler: decode the arguments the
+// function's signature names, call it (plain, member or coroutine), encode what it returns.
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "corvid/codec/codec.hpp"
+#include "corvid/detail/byte_buffer.hpp"
+#include "corvid/detail/detached.hpp"
+#include "corvid/detail/function_traits.hpp"
+#include "corvid/detail/reply_channel.hpp"
+#include "corvid/detail/switch_to.hpp"
+#include "corvid/protocol/function_id.hpp"
+#include "corvid/server/request_context.hpp"
+
+namespace corvid::detail {
+
+// One request as it sits in the connection's read buffer.
+struct request_view {
+  std::uint64_t request_id;
+  std::uint32_t function_id;
+  std::string_view body;
+  std::string_view attachment;
+};
+
+using invoke_fn = void (*)(void* object, reply_channel& channel, const request_view& request);
+
+// what() of an exception, or a fixed text for non-std exceptions.
+std::string describe_exception(std::exception_ptr e);
+std::string bad_arguments_message(std::string_view function, std::string_view why);
+
+template <auto F>
+decltype(auto) apply_handler(void* object, request_context& ctx, decoded_args_t<F>& args) {
+  using traits = function_traits<decltype(F)>;
+  using params = wire_params_t<F>;
+  return [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
+    // Each decoded value is passed as the parameter's own type: moved into by-value
+    // parameters, bound to reference parameters.
+    auto arg = [&]<std::size_t J>() -> decltype(auto) {
+      return static_cast<std::tuple_element_t<J, params>&&>(std::get<J>(args));
+    };
+    if constexpr (std::is_void_v<typename traits::class_type>) {
+      if constexpr (traits::wants_context) {
+        return F(ctx, arg.template operator()<I>()...);
+      } else {
+        return F(arg.template operator()<I>()...);
+      }
+    } else {
+      auto* self = static_cast<typename traits::class_type*>(object);
+      if constexpr (traits::wants_context) {
+        return (self->*F)(ctx, arg.template operator()<I>()...);
+      } else {
+        return (self->*F)(arg.template operator()<I>()...);
+      }
+    }
+  }(std::make_index_sequence<std::tuple_size_v<params>>{});
+}
+
+// Queues a success reply carrying `value` (or nothing for void handlers).
+template <class... V>
+void send_value(reply_channel& ch, std::uint64_t id, request_context& ctx, const V&... value) {
+  outbound_queue& out = ch.begin_reply(id);
+  (codec::encode(out, value), ...);
+  ch.end_reply(&ctx);
+}
+
+template <auto F>
+void invoke_sync(void* object, reply_channel& ch, const request_view& req) {
+  using result = typename function_traits<decltype(F)>::result_type;
+  decoded_args_t<F> args;
+  if (auto ec = codec::decode(req.body, args); ec != codec::decode_errc::ok) {
+    ch.reply_error(req.request_id, rpc_errc::bad_request,
+                   bad_arguments_message(protocol::function_name<F>(), codec::to_string(ec)));
+    return;
+  }
+  request_context ctx(ch, req.request_id, req.function_id, req.attachment);
+  try {
+    if constexpr (std::is_void_v<result>) {
+      apply_handler<F>(object, ctx, args);
+      send_value(ch, req.request_id, ctx);
+    } else {
+      decltype(auto) value = apply_handler<F>(object, ctx, args);
+      send_value(ch, req.request_id, ctx, value);
+    }
+  } catch (...) {
+    ch.reply_error(req.request_id, rpc_errc::handler_error,
+                   describe_exception(std::current_exception()));
+  }
+}
+
+// A coroutine handler's request outlives the read buffer it arrived in, so its bytes are
+// copied into storage owned by the call; string_view arguments point into that copy.
+inline byte_buffer copy_request(const request_view& req) {
+  byte_buffer b(req.body.size() + req.attachment.size());
+  b.append(req.body);
+  b.append(req.attachment);
+  return b;
+}
+
+template <auto F>
+struct coroutine_call : pooled {
+  coroutine_call(reply_channel& ch, const request_view& req)
+      : channel(ch.shared_from_this()),
+        request_id(req.request_id),
+        storage(copy_request(req)),
+        body(storage.data(), req.body.size()),
+        ctx(ch, req.request_id, req.function_id,
+            std::string_view(storage.data() + req.body.size(), req.attachment.size())) {}
+  std::shared_ptr<reply_channel> channel;
+  std::uint64_t request_id;
+  byte_buffer storage;
+  std::string_view body;
+  decoded_args_t<F> args;
+  request_context ctx;
+};
+
+template <auto F>
+detached run_coroutine_call(void* object, coroutine_call<F>* call) {
+  using result = typename function_traits<decltype(F)>::result_type;
+  std::exception_ptr error;
+  std::optional<std::conditional_t<std::is_void_v<result>, char, std::remove_cvref_t<result>>> value;
+  try {
+    if constexpr (std::is_void_v<result>) {
+      co_await apply_handler<F>(object, call->ctx, call->args);
+    } else {
+      value.emplace(co_await apply_handler<F>(object, call->ctx, call->args));
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  reply_channel& ch = *call->channel;
+  co_await switch_to{ch.reactor()};  // the handler may have finished on another thread
+  if (error) {
+    ch.reply_error(call->request_id, rpc_errc::handler_error, describe_exception(error));
+  } else if constexpr (std::is_void_v<result>) {
+    send_value(ch, call->request_id, call->ctx);
+  } else {
+    send_value(ch, call->request_id, call->ctx, *value);
+  }
+  ch.call_finished();
+  delete call;
+}
+
+template <auto F>
+void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) {
+  auto* call = new coroutine_call<F>(ch, req);
+  if (auto ec = codec::decode(call->body, call->args); ec != codec::decode_errc::ok) {
+    ch.reply_error(req.request_id, rpc_errc::bad_request,
+                   bad_arguments_message(protocol::function_name<F>(), codec::to_string(ec)));
+    delete call;
+    return;
+  }
+  ch.call_started();
+  run_coroutine_call<F>(object, call);
+}
+
+template <auto F>
+constexpr invoke_fn make_invoker() {
+  if constexpr (function_traits<decltype(F)>::is_coroutine) {
+    return &invoke_coroutine<F>;
+  } else {
+    return &invoke_sync<F>;
+  }
+}
+
+}  // namespace corvid::detail

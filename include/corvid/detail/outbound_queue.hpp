@@ -1,0 +1,96 @@
+#pragma once
+// Frames waiting to be written. Small data is appended into one contiguous buffer; large
+// owned payloads (a moved std::string attachment) ride along as their own segment, so a
+// gather write sends everything queued in one syscall without copying big payloads.
+#include <asio/buffer.hpp>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "corvid/detail/byte_buffer.hpp"
+
+namespace corvid::detail {
+
+class outbound_queue {
+ public:
+  // Codec sink interface: n uninitialised bytes at the end of the queue.
+  char* extend(std::size_t n) {
+    char* p = bytes_.extend(n);
+    note_bytes(n);
+    return p;
+  }
+  void append(std::string_view s) {
+    if (s.empty()) return;
+    bytes_.append(s);
+    note_bytes(s.size());
+  }
+  // Queues an owned payload without copying it.
+  void append_owned(std::string&& s) {
+    if (s.empty()) return;
+    total_ += s.size();
+    owned_.push_back(std::move(s));
+    segments_.push_back({npos, owned_.size() - 1});
+  }
+  // Offset of the next byte in the contiguous buffer, for patching headers later.
+  std::size_t mark() const noexcept { return bytes_.size(); }
+  char* at(std::size_t offset) noexcept { return bytes_.data() + offset; }
+  // Discards everything after `offset`, which must be a mark() with no owned segment after it.
+  void rollback(std::size_t offset) noexcept {
+    total_ -= bytes_.size() - offset;
+    bytes_.truncate(offset);
+    if (!segments_.empty() && segments_.back().first != npos) {
+      segments_.back().second = offset;
+      if (segments_.back().second == segments_.back().first) segments_.pop_back();
+    }
+  }
+
+  std::size_t size() const noexcept { return total_; }
+  bool empty() const noexcept { return total_ == 0; }
+  std::size_t frames() const noexcept { return frames_; }
+  void count_frame() noexcept { ++frames_; }
+
+  // Buffers for one gather write, in queue order. Valid until the queue changes.
+  const std::vector<asio::const_buffer>& buffers() {
+    iov_.clear();
+    for (const auto& [first, second] : segments_) {
+      if (first == npos) {
+        iov_.emplace_back(owned_[second].data(), owned_[second].size());
+      } else {
+        iov_.emplace_back(bytes_.data() + first, second - first);
+      }
+    }
+    return iov_;
+  }
+  // Empties the queue, keeping the contiguous buffer's capacity for reuse. A buffer that
+  // grew past `keep_capacity` (one huge frame) goes back to the system.
+  void clear(std::size_t keep_capacity = 1 << 20) noexcept {
+    bytes_.clear();
+    bytes_.shrink_to(keep_capacity);
+    owned_.clear();
+    segments_.clear();
+    total_ = 0;
+    frames_ = 0;
+  }
+
+ private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  // Extends the last contiguous segment, or opens one after an owned segment.
+  void note_bytes(std::size_t n) {
+    total_ += n;
+    if (segments_.empty() || segments_.back().first == npos) {
+      segments_.push_back({bytes_.size() - n, bytes_.size()});
+    } else {
+      segments_.back().second = bytes_.size();
+    }
+  }
+
+  byte_buffer bytes_;
+  std::vector<std::string> owned_;
+  // {begin, end} offsets into bytes_, or {npos, index into owned_}.
+  std::vector<std::pair<std::size_t, std::size_t>> segments_;
+  std::vector<asio::const_buffer> iov_;
+  std::size_t total_ = 0;
+  std::size_t frames_ = 0;
+};
+
+}  // namespace corvid::detail

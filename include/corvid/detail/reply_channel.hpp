@@ -1,0 +1,39 @@
+#pragma once
+// The narrow interface handler templates use to answer on a server connection. Everything
+// here runs on the connection's reactor thread.
+#include <asio/io_context.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "corvid/detail/outbound_queue.hpp"
+#include "corvid/error.hpp"
+
+namespace corvid {
+class request_context;
+}
+
+namespace corvid::detail {
+
+class reply_channel : public std::enable_shared_from_this<reply_channel> {
+ public:
+  virtual ~reply_channel() = default;
+
+  // Starts a success reply to `request_id`: encode the result into the returned queue, then
+  // call end_reply(). Between the two nothing else may be queued.
+  virtual outbound_queue& begin_reply(std::uint64_t request_id) = 0;
+  // Finishes the reply begun last, appending the context's response attachment, if any.
+  virtual void end_reply(request_context* ctx) = 0;
+  // An error reply: the body carries `message` (encoded as a string).
+  virtual void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) = 0;
+
+  // Coroutine handlers in flight; stop() waits for them before closing.
+  virtual void call_started() noexcept = 0;
+  virtual void call_finished() noexcept = 0;
+
+  virtual asio::io_context& reactor() noexcept = 0;
+  virtual std::string peer_address() const = 0;
+};
+
+}  // namespace corvid::detail

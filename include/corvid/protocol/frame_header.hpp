@@ -1,0 +1,53 @@
+#pragma once
+// The fixed 32-byte frame header (docs/protocol.md has the byte layout and test vectors).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "corvid/error.hpp"
+
+namespace corvid::protocol {
+
+inline constexpr std::uint8_t magic0 = 'C';
+inline constexpr std::uint8_t magic1 = 'V';
+inline constexpr std::uint8_t current_version = 1;
+inline constexpr std::size_t header_size = 32;
+inline constexpr std::uint32_t default_max_frame_size = 64u << 20;  // body + attachment
+
+enum class msg_type : std::uint8_t {
+  request = 1,
+  response = 2,
+};
+
+struct frame_header {
+  msg_type type = msg_type::request;
+  std::uint8_t flags = 0;
+  rpc_errc status = rpc_errc::ok;
+  std::uint64_t request_id = 0;
+  std::uint32_t function_id = 0;
+  std::uint32_t body_length = 0;
+  std::uint32_t attachment_length = 0;
+
+  std::size_t payload_size() const noexcept {
+    return std::size_t{body_length} + attachment_length;
+  }
+  std::size_t frame_size() const noexcept { return header_size + payload_size(); }
+};
+
+enum class header_errc : std::uint8_t {
+  ok,
+  bad_magic,    // first two bytes are not "CV"
+  bad_version,  // a version this build does not speak
+  bad_type,     // an unknown message type
+  too_large,    // body + attachment exceed the receiver's limit
+};
+std::string_view to_string(header_errc e) noexcept;
+
+// Writes the header's 32 bytes at `out`.
+void encode_header(const frame_header& h, char* out) noexcept;
+// Parses 32 bytes at `in`. On too_large, `out` is still filled (so the reply can name the
+// request id); on other errors its contents are unspecified.
+header_errc decode_header(const char* in, frame_header& out,
+                          std::uint32_t max_payload) noexcept;
+
+}  // namespace corvid::protocol

@@ -1,0 +1,53 @@
+#pragma once
+// A pool of reactors: one asio::io_context per thread. Each connection lives on exactly one
+// reactor for its whole life, so its state needs no locks (design brief, layer 6).
+#include <asio/io_context.hpp>
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace corvid {
+
+class io_pool {
+ public:
+  // Starts `threads` reactor threads (at least one).
+  explicit io_pool(std::size_t threads);
+  ~io_pool();
+  io_pool(const io_pool&) = delete;
+  io_pool& operator=(const io_pool&) = delete;
+
+  std::size_t size() const noexcept { return reactors_.size(); }
+  asio::io_context& at(std::size_t i) noexcept { return reactors_[i]->ctx; }
+  // Round-robin choice, for placing a new connection.
+  asio::io_context& next() noexcept;
+
+  // Stops every reactor (pending handlers are not run) and joins the threads. Idempotent;
+  // must not be called from one of this pool's threads.
+  void stop();
+  // True on one of this pool's threads.
+  bool owns_current_thread() const noexcept;
+
+  // The process-wide pool clients use unless client_config names another; created on first
+  // use with hardware_concurrency() threads (at least one).
+  static io_pool& default_pool();
+
+ private:
+  struct reactor {
+    asio::io_context ctx{1};  // concurrency hint 1: only this reactor's thread runs it
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+    std::thread thread;
+  };
+  std::vector<std::unique_ptr<reactor>> reactors_;
+  std::atomic<std::size_t> next_{0};
+  std::mutex stop_mutex_;  // a second stop() waits for the first to finish joining
+  bool stopped_ = false;
+};
+
+// The io_context of the reactor running the calling thread, or null off reactor threads.
+asio::io_context* current_reactor() noexcept;
+
+}  // namespace corvid

@@ -1,0 +1,74 @@
+#pragma once
+// rpc_server: register functions, start, serve. The functions' own signatures are the schema.
+//
+//   corvid::rpc_server server(/*io threads*/ 2, /*port*/ 9000);
+//   server.register_handler<echo, add>();          // free functions (plain or coroutine)
+//   server.register_handler<&calc::mul>(&my_calc); // member functions, with their object
+//   server.start();                                // blocks until stop()
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "corvid/detail/handler_invoker.hpp"
+#include "corvid/error.hpp"
+#include "corvid/protocol/function_id.hpp"
+#include "corvid/server/server_config.hpp"
+
+namespace corvid {
+
+namespace detail {
+class server_core;
+}
+
+class rpc_server {
+ public:
+  rpc_server(std::size_t io_threads, std::uint16_t port);
+  explicit rpc_server(server_config config);
+  ~rpc_server();  // stops and joins; must not run on one of the server's own threads
+  rpc_server(const rpc_server&) = delete;
+  rpc_server& operator=(const rpc_server&) = delete;
+
+  // Registers free functions (plain or returning corvid::task<T>). Only before start();
+  // throws std::logic_error on a duplicate name or a function-id collision.
+  template <auto... Fs>
+  void register_handler() {
+    (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(), nullptr,
+                 detail::make_invoker<Fs>()),
+     ...);
+  }
+  // Registers member functions called on `object`, which must outlive the server.
+  template <auto... Fs, class C>
+  void register_handler(C* object) {
+    static_assert(
+        (std::is_base_of_v<typename detail::function_traits<decltype(Fs)>::class_type, C> && ...),
+        "register_handler(object): every function must be a member of the object's class");
+    (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(),
+                 static_cast<typename detail::function_traits<decltype(Fs)>::class_type*>(object),
+                 detail::make_invoker<Fs>()),
+     ...);
+  }
+
+  // Binds and starts the reactors; returns once listening. Falsy on success.
+  rpc_error async_start();
+  // async_start() unless already started, then blocks until the server has stopped.
+  // Returns the start error, if any.
+  rpc_error start();
+  // Graceful stop: no new connections, in-flight calls finish (up to stop_timeout), replies
+  // are flushed, connections close. Safe from any thread, including inside a handler (then it
+  // only begins the stop; start() or the destructor completes it). Idempotent.
+  void stop();
+
+  // The bound port (after a successful start).
+  std::uint16_t port() const noexcept;
+  const server_config& config() const noexcept;
+  // Connections currently open.
+  std::size_t connection_count() const noexcept;
+
+ private:
+  void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn);
+  std::unique_ptr<detail::server_core> core_;
+};
+
+}  // namespace corvid

@@ -1,0 +1,27 @@
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "corvid/protocol/frame_header.hpp"
+
+namespace corvid {
+
+struct server_config {
+  std::string address = "0.0.0.0";  // listen address ("::" for IPv6)
+  std::uint16_t port = 0;            // 0 = ephemeral; rpc_server::port() tells the bound one
+  std::size_t io_threads = std::max(1u, std::thread::hardware_concurrency());
+  // Largest body + attachment accepted; a bigger frame is refused before any allocation.
+  std::uint32_t max_frame_size = protocol::default_max_frame_size;
+  // How long stop() waits for in-flight calls to finish before closing connections anyway.
+  std::chrono::milliseconds stop_timeout{5000};
+  // Initial per-connection read buffer; it grows for big frames and shrinks back after.
+  std::size_t read_buffer_size = 8 * 1024;
+  // Write coalescing: replies queued while a write is in flight leave together in one
+  // gather write. Off = one frame per write syscall (for the seed-002 comparison).
+  bool coalesce_writes = true;
+};
+
+}  // namespace corvid

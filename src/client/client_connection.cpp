@@ -1,0 +1,339 @@
+#include "corvid/detail/client_connection.hpp"
+
+#include <asio/connect.hpp>
+#include <asio/post.hpp>
+#include <asio/write.hpp>
+
+#include "corvid/detail/buffer_range.hpp"
+#include "corvid/runtime/io_pool.hpp"
+
+namespace corvid::detail {
+namespace {
+constexpr std::size_t min_read_room = 4096;
+constexpr std::size_t idle_read_buffer = 8 * 1024;
+}  // namespace
+
+std::string undecodable_reply_message(std::string_view why) {
+  return "reply does not decode as the function's return type (" + std::string(why) + ")";
+}
+
+client_connection::client_connection(asio::io_context& reactor, const client_config& config)
+    : reactor_(reactor),
+      config_(config),
+      socket_(reactor),
+      resolver_(reactor),
+      connect_timer_(reactor),
+      deadline_timer_(reactor),
+      read_buf_(idle_read_buffer) {}
+
+client_connection::~client_connection() = default;
+
+bool client_connection::is_open() const {
+  std::lock_guard lk(mutex_);
+  return open_;
+}
+
+std::string client_connection::closed_reason_or_default() const {
+  return closed_reason_.empty() ? std::string("not connected") : closed_reason_;
+}
+
+// ---- connect / close ------------------------------------------------------------------
+
+void client_connection::connect(std::string host, std::string port,
+                                std::function<void(rpc_error)> done) {
+  asio::post(reactor_, [self = shared_from_this(), host = std::move(host), port = std::move(port),
+                        done = std::move(done)]() mutable {
+    if (self->socket_.is_open()) self->fail_all({rpc_errc::connection_closed, "reconnecting"});
+    const std::uint64_t epoch = ++self->epoch_;
+    auto timed_out = std::make_shared<bool>(false);
+    self->connect_timer_.expires_after(self->config_.connect_timeout);
+    self->connect_timer_.async_wait([self, epoch, timed_out](const std::error_code& ec) {
+      if (ec || epoch != self->epoch_) return;
+      *timed_out = true;
+      self->resolver_.cancel();
+      std::error_code ignored;
+      self->socket_.close(ignored);
+    });
+    auto finish = [self, epoch, timed_out, host, port, done = std::move(done)](
+                      const std::error_code& ec, std::string_view what) {
+      self->connect_timer_.cancel();
+      if (epoch != self->epoch_) {
+        done({rpc_errc::connect_failed, "superseded by a newer connect()"});
+      } else if (*timed_out) {
+        done({rpc_errc::timeout, "connect to " + host + ":" + port + " timed out after " +
+                                     std::to_string(self->config_.connect_timeout.count()) + " ms"});
+      } else if (ec) {
+        std::error_code ignored;
+        self->socket_.close(ignored);
+        done({rpc_errc::connect_failed,
+              std::string(what) + " " + host + ":" + port + ": " + ec.message()});
+      } else {
+        self->socket_.set_option(asio::ip::tcp::no_delay(true));
+        {
+          std::lock_guard lk(self->mutex_);
+          self->open_ = true;
+          self->closed_reason_.clear();
+        }
+        self->start_reading(epoch);
+        done({});
+      }
+    };
+    self->resolver_.async_resolve(
+        host, port,
+        [self, finish = std::move(finish)](const std::error_code& ec,
+                                           asio::ip::tcp::resolver::results_type results) mutable {
+          if (ec) {
+            finish(ec, "cannot resolve");
+            return;
+          }
+          asio::async_connect(self->socket_, results,
+                              [finish = std::move(finish)](const std::error_code& e,
+                                                           const asio::ip::tcp::endpoint&) {
+                                finish(e, "cannot connect to");
+                              });
+        });
+  });
+}
+
+void client_connection::close(std::string reason) {
+  {
+    std::lock_guard lk(mutex_);
+    open_ = false;
+    closed_reason_ = reason;
+  }
+  asio::post(reactor_, [self = shared_from_this(), reason = std::move(reason)]() mutable {
+    self->fail_all({rpc_errc::connection_closed, std::move(reason)});
+  });
+}
+
+void client_connection::fail_all(rpc_error e) {
+  std::vector<call_base*> victims;
+  {
+    std::lock_guard lk(mutex_);
+    open_ = false;
+    if (closed_reason_.empty()) closed_reason_ = e.message();
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].call == nullptr) continue;
+      victims.push_back(std::exchange(slots_[i].call, nullptr));
+      ++slots_[i].generation;
+      free_slots_.push_back(i);
+    }
+    deadline_head_ = deadline_tail_ = nullptr;
+    out_.clear();
+  }
+  std::error_code ignored;
+  socket_.close(ignored);
+  read_buf_.clear();
+  read_buf_.shrink_to(idle_read_buffer);
+  for (call_base* c : victims) {
+    c->prev = c->next = nullptr;
+    c->fail(e.code(), e.message());
+    c->release();
+  }
+}
+
+// ---- pending-call table and deadlines (under mutex_) ------------------------------------
+
+void client_connection::register_call(call_base* call, std::chrono::milliseconds timeout) {
+  std::uint32_t index;
+  if (free_slots_.empty()) {
+    index = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    index = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  slots_[index].call = call;
+  call->id = (std::uint64_t{slots_[index].generation} << 32) | index;
+  call->timed = timeout.count() > 0;
+  if (!call->timed) return;
+  call->deadline = std::chrono::steady_clock::now() + timeout;
+  // Calls mostly share one timeout, so the new deadline is usually the latest: walk from the tail.
+  call_base* after = deadline_tail_;
+  while (after != nullptr && after->deadline > call->deadline) after = after->prev;
+  call->prev = after;
+  call->next = after ? after->next : deadline_head_;
+  (call->next ? call->next->prev : deadline_tail_) = call;
+  (after ? after->next : deadline_head_) = call;
+}
+
+void client_connection::unlink_deadline(call_base* call) {
+  if (!call->timed) return;
+  (call->prev ? call->prev->next : deadline_head_) = call->next;
+  (call->next ? call->next->prev : deadline_tail_) = call->prev;
+  call->prev = call->next = nullptr;
+  call->timed = false;
+}
+
+call_base* client_connection::take_call(std::uint64_t id) {
+  const auto index = static_cast<std::uint32_t>(id);
+  if (index >= slots_.size()) return nullptr;
+  slot& s = slots_[index];
+  if (s.call == nullptr || s.generation != static_cast<std::uint32_t>(id >> 32)) return nullptr;
+  call_base* call = std::exchange(s.call, nullptr);
+  ++s.generation;  // a late duplicate of this id no longer matches
+  if (s.generation == 0) s.generation = 1;  // id 0 is reserved for connection-level errors
+  free_slots_.push_back(index);
+  unlink_deadline(call);
+  return call;
+}
+
+// ---- writing --------------------------------------------------------------------------
+
+bool client_connection::schedule_flush_locked() {
+  if (writing_ || flush_scheduled_) return false;
+  flush_scheduled_ = true;
+  return true;
+}
+
+void client_connection::kick_flush() {
+  if (current_reactor() == &reactor_) {
+    // Requests made by coroutines resumed while dispatching replies leave together at the
+    // end of the batch.
+    if (!dispatching_) flush();
+    return;
+  }
+  asio::post(reactor_, [self = shared_from_this()] { self->flush(); });
+}
+
+void client_connection::flush() {
+  {
+    std::lock_guard lk(mutex_);
+    flush_scheduled_ = false;
+    if (writing_ || !open_ || out_.empty()) {
+      // Nothing to write, but a call may have brought an earlier deadline.
+    } else {
+      std::swap(out_, sending_);
+      writing_ = true;
+    }
+  }
+  rearm_timer();
+  if (sending_.empty()) return;
+  asio::async_write(socket_, buffer_range(sending_.buffers()),
+                    [self = shared_from_this(), epoch = epoch_](const std::error_code& ec,
+                                                                std::size_t) {
+                      self->on_write(epoch, ec);
+                    });
+}
+
+void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec) {
+  sending_.clear();
+  {
+    std::lock_guard lk(mutex_);
+    writing_ = false;
+  }
+  if (ec && epoch == epoch_) {
+    fail_all({rpc_errc::connection_closed, "write failed: " + ec.message()});
+    return;
+  }
+  flush();
+}
+
+// ---- reading --------------------------------------------------------------------------
+
+void client_connection::start_reading(std::uint64_t epoch) {
+  read_buf_.ensure_tail(min_read_room);
+  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
+                          [self = shared_from_this(), epoch](const std::error_code& ec,
+                                                             std::size_t n) {
+                            self->on_read(epoch, ec, n);
+                          });
+}
+
+void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
+  if (epoch != epoch_) return;
+  if (ec) {
+    if (ec != asio::error::operation_aborted) {
+      fail_all({rpc_errc::connection_closed, ec == asio::error::eof
+                                                 ? std::string("connection closed by the server")
+                                                 : "read failed: " + ec.message()});
+    }
+    return;
+  }
+  read_buf_.commit(n);
+  dispatching_ = true;
+  const bool ok = process_frames();
+  dispatching_ = false;
+  if (!ok) return;
+  flush();
+  if (read_buf_.empty()) read_buf_.shrink_to(idle_read_buffer);
+  start_reading(epoch);
+}
+
+bool client_connection::process_frames() {
+  while (read_buf_.size() >= protocol::header_size) {
+    protocol::frame_header h;
+    const auto herr = protocol::decode_header(read_buf_.data(), h, config_.max_frame_size);
+    if (herr != protocol::header_errc::ok || h.type != protocol::msg_type::response) {
+      std::string why = herr == protocol::header_errc::too_large
+                            ? "reply of " + std::to_string(h.payload_size()) +
+                                  " bytes exceeds max_frame_size " +
+                                  std::to_string(config_.max_frame_size)
+                        : herr != protocol::header_errc::ok ? std::string(protocol::to_string(herr))
+                                                            : std::string("expected a response");
+      fail_all({rpc_errc::protocol_error, "bad reply from server: " + why});
+      return false;
+    }
+    if (read_buf_.size() < h.frame_size()) {
+      read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
+      break;
+    }
+    const char* body = read_buf_.data() + protocol::header_size;
+    if (h.request_id == 0 && h.status != rpc_errc::ok) {
+      // The server rejected the stream itself (e.g. a corrupt frame) and is closing.
+      std::string message;
+      if (codec::decode(std::string_view(body, h.body_length), message) != codec::decode_errc::ok)
+        message = "server reported a connection error";
+      fail_all({h.status, std::move(message)});
+      return false;
+    }
+    call_base* call;
+    {
+      std::lock_guard lk(mutex_);
+      call = take_call(h.request_id);
+    }
+    if (call != nullptr) {  // else: a late reply to a call that already timed out
+      call->set_reply(h.status, std::string_view(body, h.body_length),
+                      std::string_view(body + h.body_length, h.attachment_length));
+      call->complete();  // may resume the caller right here, on this reactor
+      call->release();
+    }
+    read_buf_.consume(h.frame_size());
+  }
+  return true;
+}
+
+// ---- deadlines ------------------------------------------------------------------------
+
+void client_connection::rearm_timer() {
+  std::chrono::steady_clock::time_point earliest = std::chrono::steady_clock::time_point::max();
+  {
+    std::lock_guard lk(mutex_);
+    if (deadline_head_ != nullptr) earliest = deadline_head_->deadline;
+  }
+  if (earliest >= timer_armed_for_) return;
+  timer_armed_for_ = earliest;
+  deadline_timer_.expires_at(earliest);
+  deadline_timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (!ec) self->on_timer();
+  });
+}
+
+void client_connection::on_timer() {
+  timer_armed_for_ = std::chrono::steady_clock::time_point::max();
+  std::vector<call_base*> expired;
+  {
+    std::lock_guard lk(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    while (deadline_head_ != nullptr && deadline_head_->deadline <= now) {
+      expired.push_back(take_call(deadline_head_->id));
+    }
+  }
+  for (call_base* c : expired) {
+    c->fail(rpc_errc::timeout, "no reply before the call's deadline");
+    c->release();
+  }
+  rearm_timer();
+}
+
+}  // namespace corvid::detail

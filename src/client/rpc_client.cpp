@@ -1,0 +1,51 @@
+#include "corvid/client/rpc_client.hpp"
+
+#include <charconv>
+
+#include "corvid/runtime/io_pool.hpp"
+
+namespace corvid {
+namespace {
+
+// Splits "host:port" / "[v6]:port"; returns an error message on failure.
+std::string split_endpoint(std::string_view ep, std::string& host, std::string& port) {
+  const auto colon = ep.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == ep.size()) {
+    return "endpoint '" + std::string(ep) + "' is not host:port";
+  }
+  std::string_view h = ep.substr(0, colon);
+  std::string_view p = ep.substr(colon + 1);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
+  if (h.empty() || ec != std::errc() || ptr != p.data() + p.size() || value == 0 ||
+      value > 65535) {
+    return "endpoint '" + std::string(ep) + "' is not host:port";
+  }
+  host.assign(h);
+  port.assign(p);
+  return {};
+}
+
+}  // namespace
+
+rpc_client::rpc_client() : rpc_client(client_config{}) {}
+
+rpc_client::rpc_client(client_config config)
+    : config_(config),
+      conn_(std::make_shared<detail::client_connection>(
+          (config.pool != nullptr ? *config.pool : io_pool::default_pool()).next(), config)) {}
+
+rpc_client::~rpc_client() { conn_->close("client destroyed"); }
+
+connect_awaiter rpc_client::connect(std::string_view endpoint) {
+  std::string host, port;
+  std::string error = split_endpoint(endpoint, host, port);
+  return connect_awaiter(conn_, std::move(host), std::move(port),
+                         error.empty() ? rpc_error{}
+                                       : rpc_error(rpc_errc::invalid_argument, std::move(error)));
+}
+
+void rpc_client::close() { conn_->close("closed by the client"); }
+
+}  // namespace corvid

@@ -1,0 +1,77 @@
+#include "corvid/protocol/frame_header.hpp"
+
+#include <cstring>
+
+namespace corvid::protocol {
+namespace {
+
+// Little-endian stores and loads, independent of host byte order and alignment.
+template <class T>
+void store_le(char* p, T v) noexcept {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    p[i] = static_cast<char>(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+}
+template <class T>
+T load_le(const char* p) noexcept {
+  T v = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    v |= static_cast<T>(static_cast<T>(static_cast<std::uint8_t>(p[i])) << (8 * i));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string_view to_string(header_errc e) noexcept {
+  switch (e) {
+    case header_errc::ok: return "ok";
+    case header_errc::bad_magic: return "bad magic (not a corvid stream)";
+    case header_errc::bad_version: return "unsupported protocol version";
+    case header_errc::bad_type: return "unknown message type";
+    case header_errc::too_large: return "frame exceeds the maximum size";
+  }
+  return "unknown header error";
+}
+
+// Layout (offsets in bytes): 0 magic "CV", 2 version, 3 type, 4 flags, 5 status,
+// 6 reserved u16, 8 request id u64, 16 function id u32, 20 body length u32,
+// 24 attachment length u32, 28 reserved u32. Reserved fields are zero on send and
+// ignored on receive, so later versions can use them without breaking v1 peers.
+void encode_header(const frame_header& h, char* out) noexcept {
+  out[0] = static_cast<char>(magic0);
+  out[1] = static_cast<char>(magic1);
+  out[2] = static_cast<char>(current_version);
+  out[3] = static_cast<char>(h.type);
+  out[4] = static_cast<char>(h.flags);
+  out[5] = static_cast<char>(h.status);
+  store_le<std::uint16_t>(out + 6, 0);
+  store_le<std::uint64_t>(out + 8, h.request_id);
+  store_le<std::uint32_t>(out + 16, h.function_id);
+  store_le<std::uint32_t>(out + 20, h.body_length);
+  store_le<std::uint32_t>(out + 24, h.attachment_length);
+  store_le<std::uint32_t>(out + 28, 0);
+}
+
+header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_payload) noexcept {
+  if (static_cast<std::uint8_t>(in[0]) != magic0 || static_cast<std::uint8_t>(in[1]) != magic1) {
+    return header_errc::bad_magic;
+  }
+  if (static_cast<std::uint8_t>(in[2]) != current_version) return header_errc::bad_version;
+  const auto type = static_cast<std::uint8_t>(in[3]);
+  if (type != static_cast<std::uint8_t>(msg_type::request) &&
+      type != static_cast<std::uint8_t>(msg_type::response)) {
+    return header_errc::bad_type;
+  }
+  out.type = static_cast<msg_type>(type);
+  out.flags = static_cast<std::uint8_t>(in[4]);
+  out.status = static_cast<rpc_errc>(static_cast<std::uint8_t>(in[5]));
+  out.request_id = load_le<std::uint64_t>(in + 8);
+  out.function_id = load_le<std::uint32_t>(in + 16);
+  out.body_length = load_le<std::uint32_t>(in + 20);
+  out.attachment_length = load_le<std::uint32_t>(in + 24);
+  if (out.payload_size() > max_payload) return header_errc::too_large;
+  return header_errc::ok;
+}
+
+}  // namespace corvid::protocol

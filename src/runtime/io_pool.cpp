@@ -1,0 +1,72 @@
+#include "corvid/runtime/io_pool.hpp"
+
+#include <cstdio>
+#include <exception>
+
+namespace corvid {
+namespace {
+thread_local asio::io_context* this_reactor = nullptr;
+}  // namespace
+
+asio::io_context* current_reactor() noexcept { return this_reactor; }
+
+io_pool::io_pool(std::size_t threads) {
+  if (threads == 0) threads = 1;
+  reactors_.reserve(threads);
+  for (std::size_t i = 0; i < threads; ++i) {
+    auto r = std::make_unique<reactor>();
+    r->guard.emplace(r->ctx.get_executor());
+    reactors_.push_back(std::move(r));
+  }
+  for (auto& r : reactors_) {
+    r->thread = std::thread([ctx = &r->ctx] {
+      this_reactor = ctx;
+      // A handler that throws is a bug in corvid or in user code resumed inline; report it
+      // and keep the reactor alive so every other connection keeps being served.
+      for (;;) {
+        try {
+          ctx->run();
+          break;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "corvid: exception escaped a reactor handler: %s\n", e.what());
+        } catch (...) {
+          std::fprintf(stderr, "corvid: unknown exception escaped a reactor handler\n");
+        }
+      }
+      this_reactor = nullptr;
+    });
+  }
+}
+
+io_pool::~io_pool() { stop(); }
+
+asio::io_context& io_pool::next() noexcept {
+  return reactors_[next_.fetch_add(1, std::memory_order_relaxed) % reactors_.size()]->ctx;
+}
+
+void io_pool::stop() {
+  std::lock_guard lk(stop_mutex_);
+  if (stopped_) return;
+  stopped_ = true;
+  for (auto& r : reactors_) {
+    r->guard.reset();
+    r->ctx.stop();
+  }
+  for (auto& r : reactors_) {
+    if (r->thread.joinable()) r->thread.join();
+  }
+}
+
+bool io_pool::owns_current_thread() const noexcept {
+  for (const auto& r : reactors_) {
+    if (&r->ctx == this_reactor) return true;
+  }
+  return false;
+}
+
+io_pool& io_pool::default_pool() {
+  static io_pool pool(std::max(1u, std::thread::hardware_concurrency()));
+  return pool;
+}
+
+}  // namespace corvid

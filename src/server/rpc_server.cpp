@@ -1,0 +1,225 @@
+#include "corvid/server/rpc_server.hpp"
+
+#include <asio/post.hpp>
+#include <cstdio>
+
+#include "server_connection.hpp"
+#include "server_core.hpp"
+
+namespace corvid {
+namespace detail {
+
+std::string describe_exception(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(std::move(e));
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "unknown exception (not derived from std::exception)";
+  }
+}
+
+std::string bad_arguments_message(std::string_view function, std::string_view why) {
+  std::string m = "arguments do not match the parameters of ";
+  m += function;
+  m += " (";
+  m += why;
+  m += ")";
+  return m;
+}
+
+server_core::~server_core() {
+  begin_stop();
+  wait_stopped();
+}
+
+void server_core::add_handler(std::uint32_t id, std::string_view name, void* object,
+                              invoke_fn fn) {
+  std::lock_guard lk(mutex_);
+  if (started_) throw std::logic_error("corvid: register_handler after start()");
+  auto [it, inserted] = handlers_.try_emplace(id, handler_entry{std::string(name), object, fn});
+  if (!inserted) {
+    throw std::logic_error(it->second.name == name
+                               ? "corvid: handler registered twice: " + std::string(name)
+                               : "corvid: function id collision between " + it->second.name +
+                                     " and " + std::string(name));
+  }
+}
+
+rpc_error server_core::async_start() {
+  {
+    std::lock_guard lk(mutex_);
+    if (started_) return {rpc_errc::invalid_argument, "server already started"};
+    started_ = true;
+  }
+  pool_ = std::make_unique<io_pool>(config.io_threads);
+  std::error_code ec;
+  auto address = asio::ip::make_address(config.address, ec);
+  if (ec) return {rpc_errc::invalid_argument, "bad listen address '" + config.address + "'"};
+  asio::ip::tcp::endpoint ep(address, config.port);
+  acceptor_.emplace(pool_->at(0));
+  acceptor_->open(ep.protocol(), ec);
+  if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(ep, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    std::string msg = "cannot listen on " + config.address + ":" + std::to_string(config.port) +
+                      ": " + ec.message();
+    acceptor_.reset();
+    {
+      std::lock_guard lk(mutex_);
+      stopping_ = drained_ = true;
+    }
+    pool_->stop();
+    return {rpc_errc::connect_failed, std::move(msg)};
+  }
+  bound_port = acceptor_->local_endpoint().port();
+  accept_retry_.emplace(pool_->at(0));
+  drain_timer_.emplace(pool_->at(0));
+  asio::post(pool_->at(0), [this] { accept_next(); });
+  return {};
+}
+
+void server_core::accept_next() {
+  acceptor_->async_accept(pool_->next(), [this](const std::error_code& ec,
+                                                asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+    if (ec) {
+      // Out of descriptors or a transient failure: back off briefly instead of spinning.
+      accept_retry_->expires_after(std::chrono::milliseconds(10));
+      accept_retry_->async_wait([this](const std::error_code& e) {
+        if (!e) accept_next();
+      });
+      return;
+    }
+    std::error_code ignored;
+    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+    auto conn = std::make_shared<server_connection>(*this, std::move(socket));
+    {
+      std::lock_guard lk(mutex_);
+      if (stopping_) return;  // the socket closes as `conn` goes away
+      connections_.emplace(conn.get(), conn);
+    }
+    asio::post(conn->reactor(), [conn] { conn->start(); });
+    accept_next();
+  });
+}
+
+void server_core::begin_stop() {
+  std::vector<std::shared_ptr<server_connection>> snapshot;
+  {
+    std::lock_guard lk(mutex_);
+    if (!started_) {
+      started_ = stopping_ = drained_ = true;  // never started: nothing to drain
+      return;
+    }
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [ptr, conn] : connections_) snapshot.push_back(conn);
+    if (connections_.empty()) drained_ = true;
+    drained_cv_.notify_all();
+  }
+  asio::post(pool_->at(0), [this] {
+    std::error_code ignored;
+    acceptor_->close(ignored);
+    accept_retry_->cancel();
+    drain_timer_->expires_after(config.stop_timeout);
+    drain_timer_->async_wait([this](const std::error_code& e) {
+      if (!e) force_close_all();
+    });
+  });
+  for (auto& conn : snapshot) asio::post(conn->reactor(), [conn] { conn->begin_drain(); });
+}
+
+void server_core::force_close_all() {
+  std::vector<std::shared_ptr<server_connection>> snapshot;
+  {
+    std::lock_guard lk(mutex_);
+    for (auto& [ptr, conn] : connections_) snapshot.push_back(conn);
+  }
+  for (auto& conn : snapshot) asio::post(conn->reactor(), [conn] { conn->force_close(); });
+}
+
+void server_core::on_connection_closed(server_connection* c) {
+  std::shared_ptr<server_connection> last_ref;  // released outside the lock
+  std::lock_guard lk(mutex_);
+  auto it = connections_.find(c);
+  if (it == connections_.end()) return;
+  last_ref = std::move(it->second);
+  connections_.erase(it);
+  if (stopping_ && connections_.empty()) {
+    drained_ = true;
+    drained_cv_.notify_all();
+  }
+}
+
+void server_core::wait_stopped() {
+  {
+    std::unique_lock lk(mutex_);
+    drained_cv_.wait(lk, [&] { return drained_; });
+  }
+  if (pool_) {
+    pool_->stop();
+    // The reactors are joined: nothing else touches these now.
+    drain_timer_.reset();
+    accept_retry_.reset();
+    acceptor_.reset();
+    std::lock_guard lk(mutex_);
+    connections_.clear();
+  }
+}
+
+bool server_core::started() const {
+  std::lock_guard lk(mutex_);
+  return started_;
+}
+
+std::size_t server_core::connection_count() const {
+  std::lock_guard lk(mutex_);
+  return connections_.size();
+}
+
+}  // namespace detail
+
+rpc_server::rpc_server(std::size_t io_threads, std::uint16_t port)
+    : rpc_server([&] {
+        server_config c;
+        c.io_threads = io_threads;
+        c.port = port;
+        return c;
+      }()) {}
+
+rpc_server::rpc_server(server_config config)
+    : core_(std::make_unique<detail::server_core>(std::move(config))) {}
+
+rpc_server::~rpc_server() = default;
+
+void rpc_server::add_handler(std::uint32_t id, std::string_view name, void* object,
+                             detail::invoke_fn fn) {
+  core_->add_handler(id, name, object, fn);
+}
+
+rpc_error rpc_server::async_start() { return core_->async_start(); }
+
+rpc_error rpc_server::start() {
+  if (!core_->started()) {
+    if (auto ec = core_->async_start()) return ec;
+  }
+  core_->wait_stopped();
+  return {};
+}
+
+void rpc_server::stop() {
+  core_->begin_stop();
+  if (!core_->on_own_thread()) core_->wait_stopped();
+}
+
+std::uint16_t rpc_server::port() const noexcept { return core_->bound_port; }
+const server_config& rpc_server::config() const noexcept { return core_->config; }
+std::size_t rpc_server::connection_count() const noexcept { return core_->connection_count(); }
+
+}  // namespace corvid
+
+namespace corvid {
+std::string request_context::peer_address() const { return channel_->peer_address(); }
+}  // namespace corvid

@@ -1,0 +1,236 @@
+#include "server_connection.hpp"
+
+#include <asio/write.hpp>
+#include <cstdio>
+
+#include "corvid/codec/codec.hpp"
+#include "corvid/detail/buffer_range.hpp"
+#include "corvid/server/request_context.hpp"
+#include "server_core.hpp"
+
+namespace corvid::detail {
+namespace {
+// A read never offers the kernel less room than this, so small frames batch per recv.
+constexpr std::size_t min_read_room = 4096;
+}  // namespace
+
+server_connection::server_connection(server_core& core, asio::ip::tcp::socket socket)
+    : core_(core),
+      socket_(std::move(socket)),
+      reactor_(static_cast<asio::io_context&>(socket_.get_executor().context())),
+      read_buf_(core.config.read_buffer_size) {
+  std::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+void server_connection::start() { read_more(); }
+
+void server_connection::read_more() {
+  if (closed_ || stop_reading_ || reading_) return;
+  read_buf_.ensure_tail(min_read_room);
+  reading_ = true;
+  socket_.async_read_some(
+      asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
+      [self = std::static_pointer_cast<server_connection>(shared_from_this())](
+          const std::error_code& ec, std::size_t n) { self->on_read(ec, n); });
+}
+
+void server_connection::on_read(const std::error_code& ec, std::size_t n) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec) {
+    // EOF: the peer will send nothing more but may still await replies (half-close).
+    stop_reading_ = true;
+    if (ec != asio::error::eof) {
+      close();
+      return;
+    }
+    close_if_done();
+    return;
+  }
+  if (stop_reading_) {  // draining: requests that arrive now are not started
+    close_if_done();
+    return;
+  }
+  read_buf_.commit(n);
+  const bool ok = process_frames();
+  flush();
+  if (ok) read_more();
+  close_if_done();
+}
+
+bool server_connection::process_frames() {
+  dispatching_ = true;
+  bool ok = true;
+  while (read_buf_.size() >= protocol::header_size) {
+    protocol::frame_header h;
+    auto herr = protocol::decode_header(read_buf_.data(), h, core_.config.max_frame_size);
+    if (herr == protocol::header_errc::too_large) {
+      fail(h.request_id, rpc_errc::message_too_large,
+           "frame of " + std::to_string(h.payload_size()) + " bytes exceeds the server limit of " +
+               std::to_string(core_.config.max_frame_size));
+      ok = false;
+      break;
+    }
+    if (herr != protocol::header_errc::ok || h.type != protocol::msg_type::request) {
+      fail(0, rpc_errc::protocol_error,
+           herr != protocol::header_errc::ok ? std::string(protocol::to_string(herr))
+                                             : std::string("expected a request frame"));
+      ok = false;
+      break;
+    }
+    if (read_buf_.size() < h.frame_size()) {
+      // Make room for the whole frame now, so the next reads complete it without regrowing.
+      read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
+      break;
+    }
+    dispatch(h, read_buf_.data() + protocol::header_size);
+    read_buf_.consume(h.frame_size());
+  }
+  dispatching_ = false;
+  // A buffer grown for one big frame goes back to the system once it is drained.
+  if (read_buf_.empty()) read_buf_.shrink_to(core_.config.read_buffer_size);
+  return ok;
+}
+
+void server_connection::dispatch(const protocol::frame_header& h, const char* payload) {
+  const request_view req{h.request_id, h.function_id, std::string_view(payload, h.body_length),
+                         std::string_view(payload + h.body_length, h.attachment_length)};
+  const handler_entry* entry = core_.find(h.function_id);
+  if (entry == nullptr) {
+    char msg[64];
+    std::snprintf(msg, sizeof msg, "no handler registered for function id 0x%08x",
+                  static_cast<unsigned>(h.function_id));
+    reply_error(h.request_id, rpc_errc::function_not_found, msg);
+    return;
+  }
+  entry->invoke(entry->object, *this, req);
+}
+
+outbound_queue& server_connection::begin_reply(std::uint64_t request_id) {
+  reply_mark_ = pending_.mark();
+  reply_id_ = request_id;
+  reply_open_ = true;
+  protocol::frame_header h;
+  h.type = protocol::msg_type::response;
+  h.request_id = request_id;
+  protocol::encode_header(h, pending_.extend(protocol::header_size));
+  return pending_;
+}
+
+void server_connection::end_reply(request_context* ctx) {
+  char* header = pending_.at(reply_mark_);
+  protocol::frame_header h;
+  h.type = protocol::msg_type::response;
+  h.request_id = reply_id_;
+  h.body_length = static_cast<std::uint32_t>(pending_.mark() - reply_mark_ - protocol::header_size);
+  if (ctx != nullptr) {
+    if (ctx->response_attachment_owned()) {
+      std::string att = ctx->take_owned_attachment();
+      h.attachment_length = static_cast<std::uint32_t>(att.size());
+      pending_.append_owned(std::move(att));
+    } else {
+      h.attachment_length = static_cast<std::uint32_t>(ctx->response_attachment_view().size());
+      pending_.append(ctx->response_attachment_view());
+    }
+  }
+  protocol::encode_header(h, header);
+  reply_open_ = false;
+  frame_queued();
+}
+
+void server_connection::reply_error(std::uint64_t request_id, rpc_errc code,
+                                    std::string_view message) {
+  if (reply_open_) {  // an exception escaped half-way through encoding a reply
+    pending_.rollback(reply_mark_);
+    reply_open_ = false;
+  }
+  const std::size_t mark = pending_.mark();
+  protocol::frame_header h;
+  h.type = protocol::msg_type::response;
+  h.status = code;
+  h.request_id = request_id;
+  pending_.extend(protocol::header_size);
+  codec::encode(pending_, message);
+  h.body_length = static_cast<std::uint32_t>(pending_.mark() - mark - protocol::header_size);
+  protocol::encode_header(h, pending_.at(mark));  // after encoding: the buffer may have moved
+  frame_queued();
+}
+
+void server_connection::frame_queued() {
+  pending_.count_frame();
+  if (closed_) {  // a coroutine handler finished after the connection went away
+    pending_.clear();
+    return;
+  }
+  if (!core_.config.coalesce_writes) {
+    write_each();
+    return;
+  }
+  // During dispatch the flush waits for the end of the batch: every reply to one recv
+  // leaves in one write. Replies from coroutine handlers flush at once.
+  if (!dispatching_) flush();
+}
+
+void server_connection::write_each() {
+  // The seed-002 baseline: one blocking write syscall per reply, no batching at all.
+  if (writing_ || closed_) return;
+  std::error_code ec;
+  asio::write(socket_, buffer_range(pending_.buffers()), ec);
+  pending_.clear();
+  if (ec) close();
+}
+
+void server_connection::call_finished() noexcept {
+  --in_flight_;
+  close_if_done();
+}
+
+void server_connection::flush() {
+  if (writing_ || closed_ || pending_.empty()) return;
+  std::swap(pending_, sending_);
+  writing_ = true;
+  auto self = std::static_pointer_cast<server_connection>(shared_from_this());
+  asio::async_write(socket_, buffer_range(sending_.buffers()),
+                    [self](const std::error_code& ec, std::size_t) { self->on_write(ec); });
+}
+
+void server_connection::on_write(const std::error_code& ec) {
+  writing_ = false;
+  sending_.clear();
+  if (ec) {
+    close();
+    return;
+  }
+  flush();
+  close_if_done();
+}
+
+void server_connection::fail(std::uint64_t request_id, rpc_errc code, std::string_view message) {
+  reply_error(request_id, code, message);
+  stop_reading_ = true;
+}
+
+void server_connection::begin_drain() {
+  stop_reading_ = true;
+  close_if_done();
+}
+
+void server_connection::close_if_done() {
+  if (closed_ || !stop_reading_) return;
+  if (in_flight_ == 0 && !writing_ && pending_.empty()) close();
+}
+
+void server_connection::force_close() { close(); }
+
+void server_connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  std::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  core_.on_connection_closed(this);
+}
+
+}  // namespace corvid::detail

@@ -1,0 +1,66 @@
+#pragma once
+// One accepted socket, owned by one reactor for its whole life: everything below runs on
+// that reactor's thread, so nothing here is locked.
+#include <asio/ip/tcp.hpp>
+#include <string>
+
+#include "corvid/detail/byte_buffer.hpp"
+#include "corvid/detail/outbound_queue.hpp"
+#include "corvid/detail/reply_channel.hpp"
+#include "corvid/protocol/frame_header.hpp"
+
+namespace corvid::detail {
+
+class server_core;
+
+class server_connection final : public reply_channel {
+ public:
+  server_connection(server_core& core, asio::ip::tcp::socket socket);
+
+  void start();         // begins reading
+  void begin_drain();   // stop(): answer what is in flight, then close
+  void force_close();   // stop() timed out
+
+  // reply_channel
+  outbound_queue& begin_reply(std::uint64_t request_id) override;
+  void end_reply(request_context* ctx) override;
+  void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) override;
+  void call_started() noexcept override { ++in_flight_; }
+  void call_finished() noexcept override;
+  asio::io_context& reactor() noexcept override { return reactor_; }
+  std::string peer_address() const override { return peer_; }
+
+ private:
+  void read_more();
+  void on_read(const std::error_code& ec, std::size_t n);
+  // Dispatches every complete frame in the read buffer; returns false on a protocol error.
+  bool process_frames();
+  void dispatch(const protocol::frame_header& h, const char* payload);
+  // Sends an error frame, then closes once everything queued is written.
+  void fail(std::uint64_t request_id, rpc_errc code, std::string_view message);
+  void frame_queued();
+  void flush();
+  void write_each();
+  void on_write(const std::error_code& ec);
+  void close_if_done();
+  void close();
+
+  server_core& core_;
+  asio::ip::tcp::socket socket_;
+  asio::io_context& reactor_;
+  std::string peer_;
+  byte_buffer read_buf_;
+  outbound_queue pending_;  // replies queued while a write is in flight
+  outbound_queue sending_;  // the write in flight
+  std::size_t reply_mark_ = 0;
+  std::uint64_t reply_id_ = 0;
+  std::size_t in_flight_ = 0;  // coroutine handlers running
+  bool reply_open_ = false;
+  bool dispatching_ = false;
+  bool writing_ = false;
+  bool reading_ = false;
+  bool stop_reading_ = false;  // drain, peer EOF or protocol error: read nothing more
+  bool closed_ = false;
+};
+
+}  // namespace corvid::detail

@@ -1,0 +1,70 @@
+#pragma once
+// The server's shared state: handler table, reactors, acceptor, connection registry, stop.
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "corvid/detail/handler_invoker.hpp"
+#include "corvid/runtime/io_pool.hpp"
+#include "corvid/server/server_config.hpp"
+
+namespace corvid::detail {
+
+class server_connection;
+
+struct handler_entry {
+  std::string name;
+  void* object;
+  invoke_fn invoke;
+};
+
+class server_core {
+ public:
+  explicit server_core(server_config cfg) : config(std::move(cfg)) {}
+  ~server_core();
+
+  void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn);
+  // Immutable once started, so reactors read it without locks (seed 003's lesson).
+  const handler_entry* find(std::uint32_t id) const noexcept {
+    auto it = handlers_.find(id);
+    return it == handlers_.end() ? nullptr : &it->second;
+  }
+
+  rpc_error async_start();
+  void begin_stop();
+  // Blocks until the stop has drained, then joins the reactors. Not on a reactor thread.
+  void wait_stopped();
+  bool on_own_thread() const noexcept { return pool_ && pool_->owns_current_thread(); }
+
+  void on_connection_closed(server_connection* c);
+
+  const server_config config;
+  std::uint16_t bound_port = 0;
+  std::size_t connection_count() const;
+  bool started() const;
+
+ private:
+  void accept_next();
+  void force_close_all();
+
+  std::unordered_map<std::uint32_t, handler_entry> handlers_;
+  std::unique_ptr<io_pool> pool_;
+  std::optional<asio::ip::tcp::acceptor> acceptor_;
+  std::optional<asio::steady_timer> accept_retry_;
+  std::optional<asio::steady_timer> drain_timer_;
+
+  mutable std::mutex mutex_;  // guards everything below; never taken per request
+  std::condition_variable drained_cv_;
+  std::unordered_map<server_connection*, std::shared_ptr<server_connection>> connections_;
+  bool started_ = false;
+  bool stopping_ = false;
+  bool drained_ = false;
+};
+
+}  // namespace corvid::detail

@@ -1,0 +1,95 @@
+#pragma once
+// Helpers shared by the codec tests: hex conversion for exact-byte assertions, encode-to-string,
+// round trips, and exactly-sized input copies (so ASan flags any read past the end).
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "corvid/codec/codec.hpp"
+
+namespace corvid::codec::test {
+
+// "0a ff" style lower-case hex, one space between bytes.
+inline std::string hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    if (i != 0) out += ' ';
+    out += digits[b >> 4];
+    out += digits[b & 0x0F];
+  }
+  return out;
+}
+
+// Inverse of hex(); spaces are ignored, so vectors can be grouped for readability.
+inline std::string unhex(std::string_view text) {
+  std::string out;
+  int high = -1;
+  for (const char c : text) {
+    if (c == ' ') continue;
+    const int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    if (v < 0) std::abort();  // a typo in a test vector
+    if (high < 0) {
+      high = v;
+    } else {
+      out += static_cast<char>((high << 4) | v);
+      high = -1;
+    }
+  }
+  if (high >= 0) std::abort();
+  return out;
+}
+
+template <class T>
+std::string to_bytes(const T& value) {
+  std::string out;
+  string_sink sink(out);
+  encode(sink, value);
+  return out;
+}
+
+template <class T>
+std::string to_hex(const T& value) {
+  return hex(to_bytes(value));
+}
+
+// A heap copy of exactly bytes.size() bytes: unlike std::string there is no slack after the end,
+// so AddressSanitizer reports any out-of-bounds read by the decoder.
+class exact_copy {
+ public:
+  explicit exact_copy(std::string_view bytes)
+      : data_(new char[bytes.size()]), size_(bytes.size()) {  // new char[0] is valid too
+    if (size_ != 0) std::memcpy(data_.get(), bytes.data(), size_);
+  }
+  std::string_view view() const noexcept { return {data_.get(), size_}; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  std::size_t size_;
+};
+
+// Decodes bytes (from an exact-size copy) into a fresh T.
+template <class T>
+decode_errc decode_exact(std::string_view bytes, T& out) {
+  const exact_copy copy(bytes);
+  return decode(copy.view(), out);
+}
+
+// Encodes value, checks encoded_size, decodes it back and returns the result.
+template <class T>
+owning_t<T> round_trip(const T& value) {
+  const std::string bytes = to_bytes(value);
+  EXPECT_EQ(encoded_size(value), bytes.size());
+  owning_t<T> out{};
+  EXPECT_EQ(decode(bytes, out), decode_errc::ok);
+  EXPECT_EQ(to_bytes(out), bytes);  // re-encoding the result gives the same bytes
+  return out;
+}
+
+}  // namespace corvid::codec::test
