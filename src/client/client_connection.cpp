@@ -197,18 +197,17 @@ void client_connection::kick_flush() {
 }
 
 void client_connection::flush() {
+  bool start = false;
   {
     std::lock_guard lk(mutex_);
     flush_scheduled_ = false;
-    if (writing_ || !open_ || out_.empty()) {
-      // Nothing to write, but a call may have brought an earlier deadline.
-    } else {
+    if (!writing_ && open_ && !out_.empty()) {
       std::swap(out_, sending_);
-      writing_ = true;
+      writing_ = start = true;
     }
   }
-  rearm_timer();
-  if (sending_.empty()) return;
+  rearm_timer();  // a call queued since the last flush may carry an earlier deadline
+  if (!start) return;
   asio::async_write(socket_, buffer_range(sending_.buffers()),
                     [self = shared_from_this(), epoch = epoch_](const std::error_code& ec,
                                                                 std::size_t) {

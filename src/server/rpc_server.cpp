@@ -153,10 +153,22 @@ void server_core::on_connection_closed(server_connection* c) {
   }
 }
 
+void server_core::handler_started() noexcept {
+  std::lock_guard lk(mutex_);
+  ++handlers_running_;
+}
+
+void server_core::handler_finished() noexcept {
+  std::lock_guard lk(mutex_);
+  if (--handlers_running_ == 0 && stopping_) drained_cv_.notify_all();
+}
+
 void server_core::wait_stopped() {
   {
+    // Connections are closed by now or by the stop_timeout; handlers still running after
+    // that answer into closed connections, but must finish before the reactors go away.
     std::unique_lock lk(mutex_);
-    drained_cv_.wait(lk, [&] { return drained_; });
+    drained_cv_.wait(lk, [&] { return drained_ && handlers_running_ == 0; });
   }
   if (pool_) {
     pool_->stop();

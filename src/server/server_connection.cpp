@@ -182,8 +182,14 @@ void server_connection::write_each() {
   if (ec) close();
 }
 
+void server_connection::call_started() noexcept {
+  ++in_flight_;
+  core_.handler_started();
+}
+
 void server_connection::call_finished() noexcept {
   --in_flight_;
+  core_.handler_finished();
   close_if_done();
 }
 

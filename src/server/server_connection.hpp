@@ -25,7 +25,7 @@ class server_connection final : public reply_channel {
   outbound_queue& begin_reply(std::uint64_t request_id) override;
   void end_reply(request_context* ctx) override;
   void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) override;
-  void call_started() noexcept override { ++in_flight_; }
+  void call_started() noexcept override;
   void call_finished() noexcept override;
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }

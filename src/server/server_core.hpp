@@ -43,6 +43,10 @@ class server_core {
   bool on_own_thread() const noexcept { return pool_ && pool_->owns_current_thread(); }
 
   void on_connection_closed(server_connection* c);
+  // Coroutine handlers running on any connection. stop() returns only once this is zero:
+  // handlers may use objects the user destroys right after stop().
+  void handler_started() noexcept;
+  void handler_finished() noexcept;
 
   const server_config config;
   std::uint16_t bound_port = 0;
@@ -65,6 +69,7 @@ class server_core {
   bool started_ = false;
   bool stopping_ = false;
   bool drained_ = false;
+  std::size_t handlers_running_ = 0;
 };
 
 }  // namespace corvid::detail

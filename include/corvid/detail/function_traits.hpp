@@ -61,19 +61,19 @@ struct function_traits<R (C::*)(A...) noexcept> : signature<R, C, A...> {};
 template <class R, class C, class... A>
 struct function_traits<R (C::*)(A...) const noexcept> : signature<R, C, A...> {};
 
-template <class Tuple>
-struct drop_first;
+template <bool DropFirst, class Tuple>
+struct wire_params {
+  using type = Tuple;
+};
 template <class First, class... Rest>
-struct drop_first<std::tuple<First, Rest...>> {
+struct wire_params<true, std::tuple<First, Rest...>> {
   using type = std::tuple<Rest...>;
 };
 
 // The parameters that travel on the wire (a leading request_context& does not).
 template <auto F>
-using wire_params_t =
-    std::conditional_t<function_traits<decltype(F)>::wants_context,
-                       typename drop_first<typename function_traits<decltype(F)>::params>::type,
-                       typename function_traits<decltype(F)>::params>;
+using wire_params_t = typename wire_params<function_traits<decltype(F)>::wants_context,
+                                           typename function_traits<decltype(F)>::params>::type;
 
 template <class Tuple>
 struct decay_tuple;

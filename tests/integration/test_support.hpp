@@ -1,0 +1,160 @@
+#pragma once
+// Shared pieces of the loopback integration tests: the handlers, a started server, and a raw
+// blocking socket for speaking (broken) protocol at a server by hand.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <chrono>
+#include <corvid/corvid.hpp>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace corvid_test {
+
+using namespace std::chrono_literals;
+
+inline std::string_view echo(std::string_view s) { return s; }
+inline corvid::task<int> add(int a, int b) { co_return a + b; }
+struct point {
+  int x;
+  double y;
+  std::string tag;
+  std::vector<int> v;
+};
+inline point move(point p, int dx) {
+  p.x += dx;
+  p.v.push_back(dx);
+  return p;
+}
+inline void noop() {}
+inline int fail_always(int) { throw std::runtime_error("boom: handler failed"); }
+// Sleeps `ms` on the reactor, then answers `ms`.
+inline corvid::task<int> sleepy(int ms) {
+  co_await corvid::sleep_for(std::chrono::milliseconds(ms));
+  co_return ms;
+}
+// Echoes the request attachment with a suffix, and answers with the caller's address.
+inline std::string with_context(corvid::request_context& ctx, std::string suffix) {
+  ctx.set_response_attachment(std::string(ctx.request_attachment()) + suffix);
+  return ctx.peer_address();
+}
+struct calculator {
+  int base = 0;
+  int plus(int x) const { return base + x; }
+  corvid::task<int> times(int x) { co_return base* x; }
+};
+
+// A server with every test handler registered, listening on an ephemeral port.
+class test_server {
+ public:
+  explicit test_server(corvid::server_config cfg = make_config()) : server_(std::move(cfg)) {
+    server_.register_handler<echo, add, move, noop, fail_always, sleepy, with_context>();
+    server_.register_handler<&calculator::plus, &calculator::times>(&calc_);
+    if (auto ec = server_.async_start()) throw std::runtime_error(ec.message());
+  }
+  static corvid::server_config make_config() {
+    corvid::server_config c;
+    c.address = "127.0.0.1";
+    c.io_threads = 2;
+    return c;
+  }
+  corvid::rpc_server& server() { return server_; }
+  std::uint16_t port() const { return server_.port(); }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(server_.port()); }
+  calculator& calc() { return calc_; }
+
+ private:
+  calculator calc_{10};
+  corvid::rpc_server server_;
+};
+
+inline corvid::task<corvid::rpc_error> connect(corvid::rpc_client& c, std::string ep) {
+  co_return co_await c.connect(ep);
+}
+
+// Resident set size of this process, from /proc.
+inline std::size_t rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+// A blocking socket with a receive timeout, for hand-made frames.
+class raw_connection {
+ public:
+  explicit raw_connection(std::uint16_t port) : socket_(io_) {
+    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
+    timeval tv{5, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  void send(std::string_view bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  void shutdown_send() { socket_.shutdown(asio::ip::tcp::socket::shutdown_send); }
+
+  struct frame {
+    corvid::protocol::frame_header header;
+    std::string body;
+    std::string attachment;
+    // The error message of an error response.
+    std::string message() const {
+      std::string m;
+      corvid::codec::decode(body, m);
+      return m;
+    }
+  };
+  // The next frame, or nullopt on EOF, error or the 5 s timeout.
+  std::optional<frame> read_frame() {
+    char hdr[corvid::protocol::header_size];
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(hdr), ec);
+    if (ec) return std::nullopt;
+    frame f;
+    if (corvid::protocol::decode_header(hdr, f.header, UINT32_MAX) !=
+        corvid::protocol::header_errc::ok)
+      return std::nullopt;
+    f.body.resize(f.header.body_length);
+    f.attachment.resize(f.header.attachment_length);
+    asio::read(socket_, asio::buffer(f.body), ec);
+    if (!ec) asio::read(socket_, asio::buffer(f.attachment), ec);
+    if (ec) return std::nullopt;
+    return f;
+  }
+  // True when the peer closes the connection (read returns EOF) within the timeout.
+  bool closed_by_peer() {
+    char c;
+    std::error_code ec;
+    for (;;) {
+      socket_.read_some(asio::buffer(&c, 1), ec);
+      if (ec) return ec == asio::error::eof || ec == asio::error::connection_reset;
+    }
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+};
+
+// Bytes of one request frame.
+template <class... Args>
+std::string request_frame(std::uint64_t id, std::uint32_t function_id, const Args&... args) {
+  corvid::detail::outbound_queue body;
+  (corvid::codec::encode(body, args), ...);
+  std::string out(corvid::protocol::header_size, '\0');
+  corvid::protocol::frame_header h;
+  h.type = corvid::protocol::msg_type::request;
+  h.request_id = id;
+  h.function_id = function_id;
+  h.body_length = static_cast<std::uint32_t>(body.size());
+  corvid::protocol::encode_header(h, out.data());
+  for (const auto& b : body.buffers()) out.append(static_cast<const char*>(b.data()), b.size());
+  return out;
+}
+
+}  // namespace corvid_test
