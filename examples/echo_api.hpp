@@ -1,10 +1,11 @@
 #pragma once
 // The functions both example processes share: the server registers them, the client names
 // them in call<...>. Their signatures are the whole schema.
-#include <corvid/corvid.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <corvid/corvid.hpp>
 
 inline std::string_view echo(std::string_view s) { return s; }
 

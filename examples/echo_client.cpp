@@ -58,7 +58,8 @@ corvid::task<int> run(std::string endpoint, int calls) {
       window.clear();
     }
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   std::printf("%d pipelined echo calls in %.3f s: %.0f calls/s, %d failed\n", done, secs,
               done / secs, failed);
   co_return failed == 0 ? 0 : 1;

@@ -36,8 +36,7 @@ inline std::error_code make_error_code(rpc_errc e) noexcept {
 class rpc_error {
  public:
   rpc_error() = default;
-  rpc_error(rpc_errc code, std::string message = {})
-      : code_(code), message_(std::move(message)) {}
+  rpc_error(rpc_errc code, std::string message = {}) : code_(code), message_(std::move(message)) {}
 
   rpc_errc code() const noexcept { return code_; }
   // The detail message, or the code's name when there is none.

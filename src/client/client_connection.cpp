@@ -61,7 +61,8 @@ void client_connection::connect(std::string host, std::string port,
         done({rpc_errc::connect_failed, "superseded by a newer connect()"});
       } else if (*timed_out) {
         done({rpc_errc::timeout, "connect to " + host + ":" + port + " timed out after " +
-                                     std::to_string(self->config_.connect_timeout.count()) + " ms"});
+                                     std::to_string(self->config_.connect_timeout.count()) +
+                                     " ms"});
       } else if (ec) {
         std::error_code ignored;
         self->socket_.close(ignored);
@@ -115,7 +116,7 @@ void client_connection::fail_all(rpc_error e) {
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].call == nullptr) continue;
       victims.push_back(std::exchange(slots_[i].call, nullptr));
-      ++slots_[i].generation;
+      if (++slots_[i].generation == 0) slots_[i].generation = 1;  // id 0 stays reserved
       free_slots_.push_back(i);
     }
     deadline_head_ = deadline_tail_ = nullptr;
@@ -171,7 +172,7 @@ call_base* client_connection::take_call(std::uint64_t id) {
   slot& s = slots_[index];
   if (s.call == nullptr || s.generation != static_cast<std::uint32_t>(id >> 32)) return nullptr;
   call_base* call = std::exchange(s.call, nullptr);
-  ++s.generation;  // a late duplicate of this id no longer matches
+  ++s.generation;                           // a late duplicate of this id no longer matches
   if (s.generation == 0) s.generation = 1;  // id 0 is reserved for connection-level errors
   free_slots_.push_back(index);
   unlink_deadline(call);
@@ -209,10 +210,8 @@ void client_connection::flush() {
   rearm_timer();  // a call queued since the last flush may carry an earlier deadline
   if (!start) return;
   asio::async_write(socket_, buffer_range(sending_.buffers()),
-                    [self = shared_from_this(), epoch = epoch_](const std::error_code& ec,
-                                                                std::size_t) {
-                      self->on_write(epoch, ec);
-                    });
+                    [self = shared_from_this(), epoch = epoch_](
+                        const std::error_code& ec, std::size_t) { self->on_write(epoch, ec); });
 }
 
 void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec) {
@@ -232,11 +231,11 @@ void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec)
 
 void client_connection::start_reading(std::uint64_t epoch) {
   read_buf_.ensure_tail(min_read_room);
-  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
-                          [self = shared_from_this(), epoch](const std::error_code& ec,
-                                                             std::size_t n) {
-                            self->on_read(epoch, ec, n);
-                          });
+  socket_.async_read_some(
+      asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
+      [self = shared_from_this(), epoch](const std::error_code& ec, std::size_t n) {
+        self->on_read(epoch, ec, n);
+      });
 }
 
 void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {

@@ -18,8 +18,7 @@ std::string split_endpoint(std::string_view ep, std::string& host, std::string& 
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   unsigned value = 0;
   auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
-  if (h.empty() || ec != std::errc() || ptr != p.data() + p.size() || value == 0 ||
-      value > 65535) {
+  if (h.empty() || ec != std::errc() || ptr != p.data() + p.size() || value == 0 || value > 65535) {
     return "endpoint '" + std::string(ep) + "' is not host:port";
   }
   host.assign(h);
@@ -41,9 +40,9 @@ rpc_client::~rpc_client() { conn_->close("client destroyed"); }
 connect_awaiter rpc_client::connect(std::string_view endpoint) {
   std::string host, port;
   std::string error = split_endpoint(endpoint, host, port);
-  return connect_awaiter(conn_, std::move(host), std::move(port),
-                         error.empty() ? rpc_error{}
-                                       : rpc_error(rpc_errc::invalid_argument, std::move(error)));
+  return connect_awaiter(
+      conn_, std::move(host), std::move(port),
+      error.empty() ? rpc_error{} : rpc_error(rpc_errc::invalid_argument, std::move(error)));
 }
 
 void rpc_client::close() { conn_->close("closed by the client"); }

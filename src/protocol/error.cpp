@@ -4,18 +4,30 @@ namespace corvid {
 
 std::string_view to_string(rpc_errc e) noexcept {
   switch (e) {
-    case rpc_errc::ok: return "ok";
-    case rpc_errc::timeout: return "timeout";
-    case rpc_errc::connection_closed: return "connection_closed";
-    case rpc_errc::function_not_found: return "function_not_found";
-    case rpc_errc::bad_request: return "bad_request";
-    case rpc_errc::server_busy: return "server_busy";
-    case rpc_errc::message_too_large: return "message_too_large";
-    case rpc_errc::handler_error: return "handler_error";
-    case rpc_errc::cancelled: return "cancelled";
-    case rpc_errc::protocol_error: return "protocol_error";
-    case rpc_errc::connect_failed: return "connect_failed";
-    case rpc_errc::invalid_argument: return "invalid_argument";
+    case rpc_errc::ok:
+      return "ok";
+    case rpc_errc::timeout:
+      return "timeout";
+    case rpc_errc::connection_closed:
+      return "connection_closed";
+    case rpc_errc::function_not_found:
+      return "function_not_found";
+    case rpc_errc::bad_request:
+      return "bad_request";
+    case rpc_errc::server_busy:
+      return "server_busy";
+    case rpc_errc::message_too_large:
+      return "message_too_large";
+    case rpc_errc::handler_error:
+      return "handler_error";
+    case rpc_errc::cancelled:
+      return "cancelled";
+    case rpc_errc::protocol_error:
+      return "protocol_error";
+    case rpc_errc::connect_failed:
+      return "connect_failed";
+    case rpc_errc::invalid_argument:
+      return "invalid_argument";
   }
   return "unknown_error";
 }

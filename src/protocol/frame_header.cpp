@@ -25,11 +25,16 @@ T load_le(const char* p) noexcept {
 
 std::string_view to_string(header_errc e) noexcept {
   switch (e) {
-    case header_errc::ok: return "ok";
-    case header_errc::bad_magic: return "bad magic (not a corvid stream)";
-    case header_errc::bad_version: return "unsupported protocol version";
-    case header_errc::bad_type: return "unknown message type";
-    case header_errc::too_large: return "frame exceeds the maximum size";
+    case header_errc::ok:
+      return "ok";
+    case header_errc::bad_magic:
+      return "bad magic (not a corvid stream)";
+    case header_errc::bad_version:
+      return "unsupported protocol version";
+    case header_errc::bad_type:
+      return "unknown message type";
+    case header_errc::too_large:
+      return "frame exceeds the maximum size";
   }
   return "unknown header error";
 }

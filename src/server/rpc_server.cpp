@@ -1,7 +1,8 @@
 #include "corvid/server/rpc_server.hpp"
 
-#include <asio/post.hpp>
 #include <cstdio>
+
+#include <asio/post.hpp>
 
 #include "server_connection.hpp"
 #include "server_core.hpp"
@@ -33,8 +34,7 @@ server_core::~server_core() {
   wait_stopped();
 }
 
-void server_core::add_handler(std::uint32_t id, std::string_view name, void* object,
-                              invoke_fn fn) {
+void server_core::add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn) {
   std::lock_guard lk(mutex_);
   if (started_) throw std::logic_error("corvid: register_handler after start()");
   auto [it, inserted] = handlers_.try_emplace(id, handler_entry{std::string(name), object, fn});
@@ -81,28 +81,28 @@ rpc_error server_core::async_start() {
 }
 
 void server_core::accept_next() {
-  acceptor_->async_accept(pool_->next(), [this](const std::error_code& ec,
-                                                asio::ip::tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
-    if (ec) {
-      // Out of descriptors or a transient failure: back off briefly instead of spinning.
-      accept_retry_->expires_after(std::chrono::milliseconds(10));
-      accept_retry_->async_wait([this](const std::error_code& e) {
-        if (!e) accept_next();
+  acceptor_->async_accept(
+      pool_->next(), [this](const std::error_code& ec, asio::ip::tcp::socket socket) {
+        if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+        if (ec) {
+          // Out of descriptors or a transient failure: back off briefly instead of spinning.
+          accept_retry_->expires_after(std::chrono::milliseconds(10));
+          accept_retry_->async_wait([this](const std::error_code& e) {
+            if (!e) accept_next();
+          });
+          return;
+        }
+        std::error_code ignored;
+        socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+        auto conn = std::make_shared<server_connection>(*this, std::move(socket));
+        {
+          std::lock_guard lk(mutex_);
+          if (stopping_) return;  // the socket closes as `conn` goes away
+          connections_.emplace(conn.get(), conn);
+        }
+        asio::post(conn->reactor(), [conn] { conn->start(); });
+        accept_next();
       });
-      return;
-    }
-    std::error_code ignored;
-    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-    auto conn = std::make_shared<server_connection>(*this, std::move(socket));
-    {
-      std::lock_guard lk(mutex_);
-      if (stopping_) return;  // the socket closes as `conn` goes away
-      connections_.emplace(conn.get(), conn);
-    }
-    asio::post(conn->reactor(), [conn] { conn->start(); });
-    accept_next();
-  });
 }
 
 void server_core::begin_stop() {

@@ -1,11 +1,13 @@
 #include "server_connection.hpp"
 
-#include <asio/write.hpp>
 #include <cstdio>
+
+#include <asio/write.hpp>
 
 #include "corvid/codec/codec.hpp"
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/server/request_context.hpp"
+
 #include "server_core.hpp"
 
 namespace corvid::detail {
@@ -30,10 +32,9 @@ void server_connection::read_more() {
   if (closed_ || stop_reading_ || reading_) return;
   read_buf_.ensure_tail(min_read_room);
   reading_ = true;
-  socket_.async_read_some(
-      asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
-      [self = std::static_pointer_cast<server_connection>(shared_from_this())](
-          const std::error_code& ec, std::size_t n) { self->on_read(ec, n); });
+  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
+                          [self = std::static_pointer_cast<server_connection>(shared_from_this())](
+                              const std::error_code& ec, std::size_t n) { self->on_read(ec, n); });
 }
 
 void server_connection::on_read(const std::error_code& ec, std::size_t n) {
@@ -120,22 +121,29 @@ outbound_queue& server_connection::begin_reply(std::uint64_t request_id) {
 }
 
 void server_connection::end_reply(request_context* ctx) {
-  char* header = pending_.at(reply_mark_);
+  const std::size_t body = pending_.mark() - reply_mark_ - protocol::header_size;
+  const bool owned = ctx != nullptr && ctx->response_attachment_owned();
+  const std::size_t attachment = ctx == nullptr ? 0
+                                 : owned        ? ctx->owned_attachment_size()
+                                                : ctx->response_attachment_view().size();
+  if (body + attachment > core_.config.max_frame_size) {
+    // Fail this call alone; a frame the peer must refuse would cost it the whole connection.
+    reply_error(reply_id_, rpc_errc::message_too_large,
+                "reply of " + std::to_string(body + attachment) + " bytes exceeds max_frame_size " +
+                    std::to_string(core_.config.max_frame_size));
+    return;
+  }
   protocol::frame_header h;
   h.type = protocol::msg_type::response;
   h.request_id = reply_id_;
-  h.body_length = static_cast<std::uint32_t>(pending_.mark() - reply_mark_ - protocol::header_size);
-  if (ctx != nullptr) {
-    if (ctx->response_attachment_owned()) {
-      std::string att = ctx->take_owned_attachment();
-      h.attachment_length = static_cast<std::uint32_t>(att.size());
-      pending_.append_owned(std::move(att));
-    } else {
-      h.attachment_length = static_cast<std::uint32_t>(ctx->response_attachment_view().size());
-      pending_.append(ctx->response_attachment_view());
-    }
+  h.body_length = static_cast<std::uint32_t>(body);
+  h.attachment_length = static_cast<std::uint32_t>(attachment);
+  if (owned) {
+    pending_.append_owned(ctx->take_owned_attachment());
+  } else if (ctx != nullptr) {
+    pending_.append(ctx->response_attachment_view());
   }
-  protocol::encode_header(h, header);
+  protocol::encode_header(h, pending_.at(reply_mark_));
   reply_open_ = false;
   frame_queued();
 }

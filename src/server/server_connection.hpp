@@ -1,8 +1,9 @@
 #pragma once
 // One accepted socket, owned by one reactor for its whole life: everything below runs on
 // that reactor's thread, so nothing here is locked.
-#include <asio/ip/tcp.hpp>
 #include <string>
+
+#include <asio/ip/tcp.hpp>
 
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
@@ -17,9 +18,9 @@ class server_connection final : public reply_channel {
  public:
   server_connection(server_core& core, asio::ip::tcp::socket socket);
 
-  void start();         // begins reading
-  void begin_drain();   // stop(): answer what is in flight, then close
-  void force_close();   // stop() timed out
+  void start();        // begins reading
+  void begin_drain();  // stop(): answer what is in flight, then close
+  void force_close();  // stop() timed out
 
   // reply_channel
   outbound_queue& begin_reply(std::uint64_t request_id) override;

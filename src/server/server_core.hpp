@@ -1,7 +1,5 @@
 #pragma once
 // The server's shared state: handler table, reactors, acceptor, connection registry, stop.
-#include <asio/ip/tcp.hpp>
-#include <asio/steady_timer.hpp>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -9,6 +7,9 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
 
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/runtime/io_pool.hpp"

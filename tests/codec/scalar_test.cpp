@@ -1,12 +1,12 @@
 // Fixed-width values: bool, every integer width, chars, enums, float, double.
-#include <gtest/gtest.h>
-
 #include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "test_util.hpp"
 
@@ -51,10 +51,9 @@ TEST(Scalar, IntegersAreLittleEndianFixedWidth) {
 
 template <class T>
 class IntegerLimits : public ::testing::Test {};
-using integer_types =
-    ::testing::Types<char, signed char, unsigned char, char8_t, char16_t, char32_t, short,
-                     unsigned short, int, unsigned, long, unsigned long, long long,
-                     unsigned long long>;
+using integer_types = ::testing::Types<char, signed char, unsigned char, char8_t, char16_t,
+                                       char32_t, short, unsigned short, int, unsigned, long,
+                                       unsigned long, long long, unsigned long long>;
 TYPED_TEST_SUITE(IntegerLimits, integer_types);
 
 TYPED_TEST(IntegerLimits, MinMaxZeroRoundTrip) {
@@ -105,11 +104,11 @@ TEST(Scalar, FloatsAreIeeeLittleEndian) {
 }
 
 TEST(Scalar, FloatSpecialValuesKeepTheirBits) {
-  for (const double v : {0.0, -0.0, std::numeric_limits<double>::infinity(),
-                         -std::numeric_limits<double>::infinity(),
-                         std::numeric_limits<double>::denorm_min(),
-                         std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
-                         std::numeric_limits<double>::quiet_NaN()}) {
+  for (const double v :
+       {0.0, -0.0, std::numeric_limits<double>::infinity(),
+        -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::denorm_min(),
+        std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
+        std::numeric_limits<double>::quiet_NaN()}) {
     EXPECT_EQ(std::bit_cast<std::uint64_t>(round_trip(v)), std::bit_cast<std::uint64_t>(v));
   }
   // A NaN with a payload survives bit for bit.

@@ -1,11 +1,11 @@
 // Varints (lengths, counts, variant indices): sizes at every 7-bit boundary, exact bytes, and
 // every way a hostile varint can be malformed.
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "test_util.hpp"
 

@@ -65,7 +65,8 @@ TEST(api, large_attachment_round_trip) {
   std::string big(3 << 20, '\0');
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + 3);
   auto r = corvid::sync_wait(
-      [&]() -> corvid::task<corvid::expected<corvid::with_attachment<std::string>, corvid::rpc_error>> {
+      [&]() -> corvid::task<
+                corvid::expected<corvid::with_attachment<std::string>, corvid::rpc_error>> {
         co_return co_await client.call_with_attachment<with_context>(big, std::string("#"));
       }());
   ASSERT_TRUE(r.has_value()) << r.error().message();
@@ -110,9 +111,10 @@ TEST(api, connect_errors_are_values_not_exceptions) {
   auto refused = corvid::sync_wait(connect(client, "127.0.0.1:" + std::to_string(dead_port)));
   EXPECT_EQ(refused.code(), corvid::rpc_errc::connect_failed) << refused.message();
   // A call without a connection fails at once.
-  auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
-    co_return co_await client.call<echo>("x");
-  }());
+  auto r =
+      corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+        co_return co_await client.call<echo>("x");
+      }());
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), corvid::rpc_errc::connection_closed);
 }
@@ -131,6 +133,26 @@ TEST(api, oversized_request_fails_locally_and_connection_survives) {
     }
     auto ok = co_await client.call<echo>("small");
     EXPECT_EQ(ok.value_or(""), "small");
+  }());
+}
+
+TEST(api, oversized_reply_fails_that_call_only) {
+  auto cfg = test_server::make_config();
+  cfg.max_frame_size = 1024;
+  test_server srv(cfg);
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    // A 1012-byte request fits the 1024-byte limit; its reply (the peer address, >= 15 bytes,
+    // plus a 1010-byte attachment) does not.
+    auto r = co_await client.call_with_attachment<with_context>(std::string(505, 'a'),
+                                                                std::string(505, 'b'));
+    EXPECT_FALSE(r.has_value());
+    if (!r) {
+      EXPECT_EQ(r.error().code(), corvid::rpc_errc::message_too_large) << r.error().message();
+    }
+    auto ok = co_await client.call<echo>("fine");
+    EXPECT_EQ(ok.value_or(""), "fine");
   }());
 }
 

@@ -10,8 +10,7 @@ namespace {
 class fake_server {
  public:
   template <class Reply>
-  explicit fake_server(Reply reply)
-      : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+  explicit fake_server(Reply reply) : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
     thread_ = std::thread([this, reply] {
       asio::ip::tcp::socket s(io_);
       acceptor_.accept(s);

@@ -69,7 +69,7 @@ TEST(concurrency, call_for_times_out_and_the_late_reply_is_discarded) {
       EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout);
     }
     EXPECT_GE(took, 50ms);
-    EXPECT_LT(took, 300ms);  // it did not wait for the reply
+    EXPECT_LT(took, 300ms);             // it did not wait for the reply
     co_await corvid::sleep_for(400ms);  // the late reply arrives meanwhile and is dropped
     auto next = co_await client.call<sleepy>(1);
     EXPECT_EQ(next.value_or(-1), 1);  // not the late 300

@@ -109,14 +109,16 @@ TEST(lifecycle, server_destroyed_while_clients_are_connected) {
   {
     test_server srv;
     ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
-    auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
-      co_return co_await client.call<echo>("x");
-    }());
+    auto r =
+        corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+          co_return co_await client.call<echo>("x");
+        }());
     EXPECT_TRUE(r.has_value());
   }
-  auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
-    co_return co_await client.call<echo>("y");
-  }());
+  auto r =
+      corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+        co_return co_await client.call<echo>("y");
+      }());
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), corvid::rpc_errc::connection_closed);
 }

@@ -1,20 +1,22 @@
 #pragma once
 // Shared pieces of the loopback integration tests: the handlers, a started server, and a raw
 // blocking socket for speaking (broken) protocol at a server by hand.
-#include <gtest/gtest.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-
-#include <asio/ip/tcp.hpp>
-#include <asio/read.hpp>
-#include <asio/write.hpp>
 #include <chrono>
-#include <corvid/corvid.hpp>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <gtest/gtest.h>
+
+#include <corvid/corvid.hpp>
+
+#include <sys/socket.h>
+#include <sys/time.h>
 
 namespace corvid_test {
 

@@ -89,9 +89,8 @@ class rpc_client {
   // this returns (it is copied into the send queue).
   template <auto F, class... Args>
   auto call_with_attachment(std::string_view attachment, Args&&... args) {
-    return reply_awaitable(
-        start<F, true>(call_options{std::chrono::milliseconds(-1), attachment},
-                       std::forward<Args>(args)...));
+    return reply_awaitable(start<F, true>(call_options{std::chrono::milliseconds(-1), attachment},
+                                          std::forward<Args>(args)...));
   }
   template <auto F, class... Args>
   auto call_with(call_options options, Args&&... args) {
@@ -124,8 +123,8 @@ class rpc_client {
     if constexpr (std::is_same_v<param, given>) {
       codec::encode(out, arg);
     } else if constexpr ((std::is_same_v<param, std::string> ||
-                          std::is_same_v<param, std::string_view>) &&
-                         std::is_convertible_v<A&&, std::string_view>) {
+                          std::is_same_v<param, std::string_view>)&&std::
+                             is_convertible_v<A&&, std::string_view>) {
       codec::encode(out, std::string_view(arg));
     } else {
       codec::encode(out, static_cast<param>(std::forward<A>(arg)));
@@ -147,15 +146,12 @@ class rpc_client {
     using state = detail::call_state<detail::client_result_t<F>, WithAttachment>;
     auto* s = new state();
     s->add_ref();  // one reference for the connection, one for the caller
-    const auto timeout =
-        options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
-    conn_->submit(s, protocol::function_id<F>(), options.attachment, timeout,
-                  [&](auto& out) {
-                    [&]<std::size_t... I>(std::index_sequence<I...>) {
-                      (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)),
-                       ...);
-                    }(std::index_sequence_for<Args...>{});
-                  });
+    const auto timeout = options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
+    conn_->submit(s, protocol::function_id<F>(), options.attachment, timeout, [&](auto& out) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)), ...);
+      }(std::index_sequence_for<Args...>{});
+    });
     return detail::call_ref<state>(s);
   }
 

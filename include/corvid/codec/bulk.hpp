@@ -3,9 +3,10 @@
 // are copied with one memcpy each way. That holds for the scalar kind (little-endian, fixed
 // width, every bit pattern valid), and for std::array and aggregates built only from bulk types
 // with no padding. bool is excluded: bytes other than 0/1 must be rejected, not copied.
-#include <boost/pfr.hpp>
 #include <cstddef>
 #include <type_traits>
+
+#include <boost/pfr.hpp>
 
 #include "corvid/codec/traits.hpp"
 
@@ -24,7 +25,10 @@ consteval bool bulk_impl() {
   } else if constexpr (k == kind::aggregate) {
     // Fields of an aggregate share one access level, so they are laid out in declaration
     // order; if their sizes add up to sizeof(T) there is no padding between or after them.
-    if constexpr (!std::is_trivially_copyable_v<T>) {
+    // Boost.PFR reports a reference member as its referred-to type, so `struct { int64_t& r; }`
+    // would pass the size check while holding a pointer: a deleted copy assignment (reference
+    // or const member) rules such structs out.
+    if constexpr (!std::is_trivially_copyable_v<T> || !std::is_trivially_copy_assignable_v<T>) {
       return false;
     } else {
       return with_indices<boost::pfr::tuple_size_v<T>>([](auto... i) {

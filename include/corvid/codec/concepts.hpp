@@ -2,7 +2,6 @@
 // encodable / decodable: whether a type (and everything inside it, recursively) has a wire
 // format, so callers can static_assert with a readable message instead of a template trace.
 // owning_t: the type to decode into when the result must outlive the input bytes.
-#include <boost/pfr.hpp>
 #include <concepts>
 #include <span>
 #include <string>
@@ -11,6 +10,8 @@
 #include <type_traits>
 #include <variant>
 #include <vector>
+
+#include <boost/pfr.hpp>
 
 #include "corvid/codec/traits.hpp"
 
@@ -22,8 +23,8 @@ consteval bool encodable_impl() {
   constexpr kind k = kind_v<T>;
   if constexpr (k == kind::unsupported) {
     return false;
-  } else if constexpr (k == kind::span || k == kind::vector || k == kind::array ||
-                       k == kind::set || k == kind::optional) {
+  } else if constexpr (k == kind::span || k == kind::vector || k == kind::array || k == kind::set ||
+                       k == kind::optional) {
     return encodable_impl<typename T::value_type>();
   } else if constexpr (k == kind::map) {
     return encodable_impl<typename T::key_type>() && encodable_impl<typename T::mapped_type>();
@@ -67,9 +68,8 @@ consteval bool decodable_impl() {
     return decodable_element<typename T::key_type>() &&
            decodable_element<typename T::mapped_type>();
   } else if constexpr (k == kind::variant) {
-    return with_indices<std::variant_size_v<T>>([](auto... i) {
-      return (decodable_element<std::variant_alternative_t<i, T>>() && ...);
-    });
+    return with_indices<std::variant_size_v<T>>(
+        [](auto... i) { return (decodable_element<std::variant_alternative_t<i, T>>() && ...); });
   } else if constexpr (k == kind::tuple) {
     return with_indices<std::tuple_size_v<T>>([](auto... i) {
       return (decodable_impl<std::remove_reference_t<std::tuple_element_t<i, T>>>() && ...);
@@ -82,9 +82,18 @@ consteval bool decodable_impl() {
   }
 }
 
-template <class T> struct owning { using type = T; };
-template <> struct owning<std::string_view> { using type = std::string; };
-template <class U> struct owning<std::span<const U>> { using type = std::vector<U>; };
+template <class T>
+struct owning {
+  using type = T;
+};
+template <>
+struct owning<std::string_view> {
+  using type = std::string;
+};
+template <class U>
+struct owning<std::span<const U>> {
+  using type = std::vector<U>;
+};
 
 }  // namespace detail
 

@@ -4,7 +4,6 @@
 // is sized from it, and every malformed input yields a decode_errc; only std::bad_alloc (or an
 // exception from a user type's hash/compare) can escape. Nesting depth is bounded by the type,
 // not the data, so hostile input cannot exhaust the stack.
-#include <boost/pfr.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +12,8 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+
+#include <boost/pfr.hpp>
 
 #include "corvid/codec/bulk.hpp"
 #include "corvid/codec/concepts.hpp"

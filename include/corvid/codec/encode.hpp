@@ -2,12 +2,14 @@
 // encode(): appends the wire form of a value to a sink. Each leaf asks the sink for its bytes
 // once (a string is one extend for varint + bytes, a vector of bulk elements one memcpy), with
 // no virtual calls and no temporary buffers.
-#include <boost/pfr.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <type_traits>
 #include <variant>
+
+#include <boost/pfr.hpp>
 
 #include "corvid/codec/bulk.hpp"
 #include "corvid/codec/concepts.hpp"
@@ -22,10 +24,18 @@ namespace detail {
 template <class Sink, class T>
 void encode_value(Sink& out, const T& v);
 
+// n (>= 1) writable bytes at the end of out. A sink reports failure by throwing, so a null
+// here means a broken sink; checking also tells GCC's -Wnull-dereference the pointer is valid.
+template <class Sink>
+char* append_space(Sink& out, std::size_t n) {
+  char* p = out.extend(n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
 template <class Sink>
 void encode_varint(Sink& out, std::uint32_t n) {
-  char* p = out.extend(varint_size(n));
-  write_varint(p, n);
+  write_varint(append_space(out, varint_size(n)), n);
 }
 
 // Count prefix + n bulk elements starting at data: a single extend and memcpy.
@@ -33,7 +43,7 @@ template <class Sink, class E>
 void encode_bulk(Sink& out, const E* data, std::size_t n) {
   const std::uint32_t len = length_prefix(n);
   const std::size_t bytes = n * sizeof(E);
-  char* p = write_varint(out.extend(varint_size(len) + bytes), len);
+  char* p = write_varint(append_space(out, varint_size(len) + bytes), len);
   if (bytes != 0) std::memcpy(p, data, bytes);  // data may be null when n == 0
 }
 
@@ -49,10 +59,10 @@ template <class Sink, class T>
 void encode_value(Sink& out, const T& v) {
   constexpr kind k = kind_v<T>;
   if constexpr (k == kind::boolean) {
-    *out.extend(1) = static_cast<bool>(v) ? 1 : 0;
+    *append_space(out, 1) = static_cast<bool>(v) ? 1 : 0;
   } else if constexpr (is_bulk_v<T>) {
     // scalars, and arrays/aggregates of them without padding: memory bytes == wire bytes
-    std::memcpy(out.extend(sizeof(T)), &v, sizeof(T));
+    std::memcpy(append_space(out, sizeof(T)), &v, sizeof(T));
   } else if constexpr (k == kind::string || k == kind::string_view || k == kind::byte_span) {
     encode_bulk(out, v.data(), v.size());
   } else if constexpr (k == kind::span || k == kind::vector) {
@@ -67,7 +77,7 @@ void encode_value(Sink& out, const T& v) {
     for (const auto& e : v) encode_value(out, e);  // length implied by the type
   } else if constexpr (k == kind::bool_vector) {
     const std::uint32_t len = length_prefix(v.size());
-    char* p = write_varint(out.extend(varint_size(len) + v.size()), len);
+    char* p = write_varint(append_space(out, varint_size(len) + v.size()), len);
     for (const bool b : v) *p++ = b ? 1 : 0;
   } else if constexpr (k == kind::map) {
     encode_varint(out, length_prefix(v.size()));
@@ -76,7 +86,7 @@ void encode_value(Sink& out, const T& v) {
       encode_value(out, value);
     }
   } else if constexpr (k == kind::optional) {
-    *out.extend(1) = v.has_value() ? 1 : 0;
+    *append_space(out, 1) = v.has_value() ? 1 : 0;
     if (v.has_value()) encode_value(out, *v);
   } else if constexpr (k == kind::variant) {
     if (v.valueless_by_exception()) throw std::bad_variant_access();

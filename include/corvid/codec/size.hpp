@@ -2,12 +2,14 @@
 // Encoded sizes. encoded_size(v) is the exact byte count encode(v) appends. min_encoded_size_v
 // is what the decoder uses to reject element counts that cannot fit in the remaining input;
 // fixed_encoded_size_v lets containers of fixed-size elements be sized without a loop.
-#include <boost/pfr.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <tuple>
 #include <type_traits>
 #include <variant>
+
+#include <boost/pfr.hpp>
 
 #include "corvid/codec/bulk.hpp"
 #include "corvid/codec/concepts.hpp"
@@ -16,17 +18,6 @@
 
 namespace corvid::codec {
 namespace detail {
-
-// Calls f(element) for each tuple element or aggregate field, in order (const or not).
-template <class T, class F>
-void for_each_member(T&& v, F&& f) {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (kind_v<U> == kind::tuple) {
-    std::apply([&](auto&&... e) { (f(e), ...); }, v);
-  } else {
-    boost::pfr::for_each_field(v, f);
-  }
-}
 
 template <class T>
 consteval std::size_t min_size() {
@@ -66,8 +57,9 @@ consteval std::size_t fixed_size() {
     constexpr bool all_fixed = [] {
       if constexpr (k == kind::tuple) {
         return with_indices<std::tuple_size_v<T>>([](auto... i) {
-          return ((fixed_size<std::remove_reference_t<std::tuple_element_t<i, T>>>() !=
-                   not_fixed) && ...);
+          return (
+              (fixed_size<std::remove_reference_t<std::tuple_element_t<i, T>>>() != not_fixed) &&
+              ...);
         });
       } else {
         return with_indices<boost::pfr::tuple_size_v<T>>([](auto... i) {

@@ -1,6 +1,7 @@
 #pragma once
 // Sorts every C++ type into the wire-format family (kind) that encodes it. encode, decode and
-// the size functions all dispatch on kind_v, so the supported set is decided here only.
+// the size functions all dispatch on kind_v, so the supported set is decided here only. Also
+// the compile-time loop helpers they share.
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -18,6 +19,8 @@
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include <boost/pfr.hpp>
 
 // Fixed-width values are copied as they sit in memory, which is the wire format only here.
 static_assert(std::endian::native == std::endian::little,
@@ -47,39 +50,56 @@ enum class kind {
   aggregate,    // plain aggregate struct, via Boost.PFR: fields in order, no prefix
 };
 
-template <class T> struct is_std_string : std::false_type {};
+template <class T>
+struct is_std_string : std::false_type {};
 template <class A>
 struct is_std_string<std::basic_string<char, std::char_traits<char>, A>> : std::true_type {};
 
-template <class T> struct is_const_span : std::false_type {};
-template <class U> struct is_const_span<std::span<const U>> : std::true_type {};
+template <class T>
+struct is_const_span : std::false_type {};
+template <class U>
+struct is_const_span<std::span<const U>> : std::true_type {};
 
-template <class T> struct is_vector : std::false_type {};
-template <class U, class A> struct is_vector<std::vector<U, A>> : std::true_type {};
+template <class T>
+struct is_vector : std::false_type {};
+template <class U, class A>
+struct is_vector<std::vector<U, A>> : std::true_type {};
 
-template <class T> struct is_std_array : std::false_type {};
-template <class U, std::size_t N> struct is_std_array<std::array<U, N>> : std::true_type {};
+template <class T>
+struct is_std_array : std::false_type {};
+template <class U, std::size_t N>
+struct is_std_array<std::array<U, N>> : std::true_type {};
 
-template <class T> struct is_map : std::false_type {};
+template <class T>
+struct is_map : std::false_type {};
 template <class K, class V, class C, class A>
 struct is_map<std::map<K, V, C, A>> : std::true_type {};
 template <class K, class V, class H, class E, class A>
 struct is_map<std::unordered_map<K, V, H, E, A>> : std::true_type {};
 
-template <class T> struct is_set : std::false_type {};
-template <class K, class C, class A> struct is_set<std::set<K, C, A>> : std::true_type {};
+template <class T>
+struct is_set : std::false_type {};
+template <class K, class C, class A>
+struct is_set<std::set<K, C, A>> : std::true_type {};
 template <class K, class H, class E, class A>
 struct is_set<std::unordered_set<K, H, E, A>> : std::true_type {};
 
-template <class T> struct is_optional : std::false_type {};
-template <class U> struct is_optional<std::optional<U>> : std::true_type {};
+template <class T>
+struct is_optional : std::false_type {};
+template <class U>
+struct is_optional<std::optional<U>> : std::true_type {};
 
-template <class T> struct is_variant : std::false_type {};
-template <class... Us> struct is_variant<std::variant<Us...>> : std::true_type {};
+template <class T>
+struct is_variant : std::false_type {};
+template <class... Us>
+struct is_variant<std::variant<Us...>> : std::true_type {};
 
-template <class T> struct is_tuple : std::false_type {};
-template <class... Us> struct is_tuple<std::tuple<Us...>> : std::true_type {};
-template <class A, class B> struct is_tuple<std::pair<A, B>> : std::true_type {};
+template <class T>
+struct is_tuple : std::false_type {};
+template <class... Us>
+struct is_tuple<std::tuple<Us...>> : std::true_type {};
+template <class A, class B>
+struct is_tuple<std::pair<A, B>> : std::true_type {};
 
 // wchar_t and long double are left out on purpose: their width differs between platforms.
 template <class T>
@@ -92,9 +112,8 @@ template <class T>
 concept fixed_enum = std::is_enum_v<T> && requires { T{std::underlying_type_t<T>{}}; };
 
 template <class T>
-inline constexpr bool is_byte_element = std::is_same_v<T, char> ||
-                                        std::is_same_v<T, unsigned char> ||
-                                        std::is_same_v<T, std::byte>;
+inline constexpr bool is_byte_element =
+    std::is_same_v<T, char> || std::is_same_v<T, unsigned char> || std::is_same_v<T, std::byte>;
 
 template <class T>
 consteval kind classify() {
@@ -106,10 +125,14 @@ consteval kind classify() {
                        std::is_same_v<T, double>) {
     return kind::scalar;
   } else if constexpr (std::is_enum_v<T>) {
-    if constexpr (!fixed_enum<T>) return kind::unsupported;
-    else if constexpr (std::is_same_v<std::underlying_type_t<T>, bool>) return kind::boolean;
-    else if constexpr (is_wire_integer<std::underlying_type_t<T>>) return kind::scalar;
-    else return kind::unsupported;
+    if constexpr (!fixed_enum<T>)
+      return kind::unsupported;
+    else if constexpr (std::is_same_v<std::underlying_type_t<T>, bool>)
+      return kind::boolean;
+    else if constexpr (is_wire_integer<std::underlying_type_t<T>>)
+      return kind::scalar;
+    else
+      return kind::unsupported;
   } else if constexpr (is_std_string<T>::value) {
     return kind::string;
   } else if constexpr (std::is_same_v<T, std::string_view>) {
@@ -156,6 +179,17 @@ constexpr decltype(auto) with_indices(F&& f) {
 template <std::size_t N, class F>
 void visit_index(std::size_t index, F&& f) {
   with_indices<N>([&](auto... i) { static_cast<void>(((index == i && (f(i), true)) || ...)); });
+}
+
+// Calls f(element) for each tuple element or aggregate field, in order (const or not).
+template <class T, class F>
+void for_each_member(T&& v, F&& f) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (kind_v<U> == kind::tuple) {
+    std::apply([&](auto&&... e) { (f(e), ...); }, v);
+  } else {
+    boost::pfr::for_each_field(v, f);
+  }
 }
 
 template <class T>

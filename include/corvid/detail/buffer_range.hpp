@@ -2,8 +2,9 @@
 // A non-owning buffer sequence over a contiguous array of asio buffers. asio's composed write
 // copies the sequence object it is given; passing this instead of a std::vector keeps that
 // copy free of heap allocation.
-#include <asio/buffer.hpp>
 #include <vector>
+
+#include <asio/buffer.hpp>
 
 namespace corvid::detail {
 

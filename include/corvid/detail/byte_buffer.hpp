@@ -98,8 +98,9 @@ class byte_buffer {
  private:
   void grow(std::size_t n) {
     compact();
+    // Double for steady appends, but size a big one-off (a large frame) exactly.
     std::size_t want = capacity_ ? capacity_ * 2 : 256;
-    while (want < end_ + n) want *= 2;
+    if (want < end_ + n) want = end_ + n;
     reallocate(want);
   }
   void reallocate(std::size_t cap) {

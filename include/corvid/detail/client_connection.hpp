@@ -2,8 +2,6 @@
 // The client's side of one socket. The socket, read buffer and timer belong to one reactor;
 // callers on any thread queue requests under `mutex_`, held for the few instructions that
 // encode a frame into the shared outbound queue and register the call.
-#include <asio/ip/tcp.hpp>
-#include <asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -12,6 +10,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
 
 #include "corvid/client/call_state.hpp"
 #include "corvid/client/client_config.hpp"
@@ -107,7 +108,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;
-  std::chrono::steady_clock::time_point timer_armed_for_ = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::time_point timer_armed_for_ =
+      std::chrono::steady_clock::time_point::max();
   byte_buffer read_buf_;
   outbound_queue sending_;
   std::uint64_t epoch_ = 0;  // bumps on every (re)connect; stale handlers see a mismatch

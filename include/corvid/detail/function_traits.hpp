@@ -99,7 +99,6 @@ struct owning<std::span<T, N>> {
   using type = std::vector<std::remove_cv_t<T>>;
 };
 template <auto F>
-using client_result_t =
-    typename owning<typename function_traits<decltype(F)>::result_type>::type;
+using client_result_t = typename owning<typename function_traits<decltype(F)>::result_type>::type;
 
 }  // namespace corvid::detail

@@ -123,7 +123,8 @@ template <auto F>
 detached run_coroutine_call(void* object, coroutine_call<F>* call) {
   using result = typename function_traits<decltype(F)>::result_type;
   std::exception_ptr error;
-  std::optional<std::conditional_t<std::is_void_v<result>, char, std::remove_cvref_t<result>>> value;
+  std::optional<std::conditional_t<std::is_void_v<result>, char, std::remove_cvref_t<result>>>
+      value;
   try {
     if constexpr (std::is_void_v<result>) {
       co_await apply_handler<F>(object, call->ctx, call->args);

@@ -2,10 +2,11 @@
 // Frames waiting to be written. Small data is appended into one contiguous buffer; large
 // owned payloads (a moved std::string attachment) ride along as their own segment, so a
 // gather write sends everything queued in one syscall without copying big payloads.
-#include <asio/buffer.hpp>
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include <asio/buffer.hpp>
 
 #include "corvid/detail/byte_buffer.hpp"
 

@@ -1,11 +1,12 @@
 #pragma once
 // The narrow interface handler templates use to answer on a server connection. Everything
 // here runs on the connection's reactor thread.
-#include <asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include <asio/io_context.hpp>
 
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/error.hpp"

@@ -1,8 +1,9 @@
 #pragma once
 // co_await switch_to(reactor): continue on that reactor's thread (no-op when already there).
+#include <coroutine>
+
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
-#include <coroutine>
 
 #include "corvid/runtime/io_pool.hpp"
 
@@ -11,7 +12,9 @@ namespace corvid::detail {
 struct switch_to {
   asio::io_context& ctx;
   bool await_ready() const noexcept { return current_reactor() == &ctx; }
-  void await_suspend(std::coroutine_handle<> h) const { asio::post(ctx, [h] { h.resume(); }); }
+  void await_suspend(std::coroutine_handle<> h) const {
+    asio::post(ctx, [h] { h.resume(); });
+  }
   void await_resume() const noexcept {}
 };
 

@@ -28,9 +28,7 @@ struct frame_header {
   std::uint32_t body_length = 0;
   std::uint32_t attachment_length = 0;
 
-  std::size_t payload_size() const noexcept {
-    return std::size_t{body_length} + attachment_length;
-  }
+  std::size_t payload_size() const noexcept { return std::size_t{body_length} + attachment_length; }
   std::size_t frame_size() const noexcept { return header_size + payload_size(); }
 };
 
@@ -47,7 +45,6 @@ std::string_view to_string(header_errc e) noexcept;
 void encode_header(const frame_header& h, char* out) noexcept;
 // Parses 32 bytes at `in`. On too_large, `out` is still filled (so the reply can name the
 // request id); on other errors its contents are unspecified.
-header_errc decode_header(const char* in, frame_header& out,
-                          std::uint32_t max_payload) noexcept;
+header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_payload) noexcept;
 
 }  // namespace corvid::protocol

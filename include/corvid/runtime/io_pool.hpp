@@ -1,7 +1,6 @@
 #pragma once
 // A pool of reactors: one asio::io_context per thread. Each connection lives on exactly one
 // reactor for its whole life, so its state needs no locks (design brief, layer 6).
-#include <asio/io_context.hpp>
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -9,6 +8,8 @@
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include <asio/io_context.hpp>
 
 namespace corvid {
 

@@ -1,11 +1,12 @@
 #pragma once
 // co_await corvid::sleep_for(d): suspends a coroutine running on a corvid reactor (a handler,
 // or a client coroutine resumed by a reply) without blocking the reactor.
-#include <asio/steady_timer.hpp>
 #include <chrono>
 #include <coroutine>
 #include <optional>
 #include <stdexcept>
+
+#include <asio/steady_timer.hpp>
 
 #include "corvid/runtime/io_pool.hpp"
 
@@ -14,7 +15,9 @@ namespace corvid {
 class sleep_awaiter {
  public:
   explicit sleep_awaiter(std::chrono::steady_clock::duration d) : duration_(d) {}
-  bool await_ready() const noexcept { return duration_ <= std::chrono::steady_clock::duration::zero(); }
+  bool await_ready() const noexcept {
+    return duration_ <= std::chrono::steady_clock::duration::zero();
+  }
   void await_suspend(std::coroutine_handle<> h) {
     asio::io_context* ctx = current_reactor();
     if (ctx == nullptr) throw std::logic_error("corvid::sleep_for needs a corvid reactor thread");

@@ -49,6 +49,7 @@ class request_context {
   // Internal: hands the attachment to the reply writer.
   bool response_attachment_owned() const noexcept { return has_owned_; }
   std::string take_owned_attachment() noexcept { return std::move(owned_); }
+  std::size_t owned_attachment_size() const noexcept { return owned_.size(); }
   std::string_view response_attachment_view() const noexcept { return view_; }
 
  private:

@@ -1,0 +1,267 @@
+// The doc's frames against the real implementation: raw bytes from docs/protocol.md are sent
+// to a live rpc_server and its replies must be the doc's bytes; a fake server checks that
+// rpc_client puts the doc's bytes on the wire and accepts replies out of order.
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include <asio/connect.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <gtest/gtest.h>
+
+#include "corvid/corvid.hpp"
+
+#include "wire_util.hpp"
+
+namespace corvid::protocol::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A blocking-style TCP peer whose every wait is bounded, so a protocol bug fails the test
+// instead of hanging it.
+class raw_peer {
+ public:
+  void connect(std::uint16_t port) { socket_.connect({asio::ip::make_address("127.0.0.1"), port}); }
+  void accept(asio::ip::tcp::acceptor& acceptor) {
+    bool done = false;
+    acceptor.async_accept(socket_, [&](const std::error_code& ec) { done = !ec; });
+    run(acceptor);
+    ASSERT_TRUE(done) << "no connection";
+  }
+  void send(std::string_view bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  // n bytes, or fewer if the peer closed or went quiet for 5 s.
+  std::string read(std::size_t n) {
+    std::string out(n, '\0');
+    std::size_t got = 0;
+    asio::async_read(socket_, asio::buffer(out), [&](const std::error_code& ec, std::size_t k) {
+      last_error_ = ec;
+      got = k;
+    });
+    if (!run(socket_)) last_error_ = asio::error::timed_out;
+    out.resize(got);
+    return out;
+  }
+  // One whole frame, judged by its own header.
+  std::string read_frame() {
+    std::string f = read(header_size);
+    frame_header h;
+    if (f.size() < header_size || decode_header(f.data(), h, UINT32_MAX) != header_errc::ok) {
+      return f;
+    }
+    return f + read(h.payload_size());
+  }
+  // True if the peer closed the connection (not merely went quiet) with nothing more to say.
+  // A reset counts too: closing with unread bytes in the kernel buffer sends RST, not FIN.
+  bool closed_by_peer() {
+    return read(1).empty() &&
+           (last_error_ == asio::error::eof || last_error_ == asio::error::connection_reset);
+  }
+  asio::io_context& io() { return io_; }
+
+ private:
+  // Runs the pending operation on `object`; false if it had to be aborted after 5 s.
+  bool run(auto& object) {
+    io_.restart();
+    io_.run_for(5s);
+    if (io_.stopped()) return true;
+    object.cancel();  // let the handler run, with operation_aborted
+    io_.restart();
+    io_.run();
+    return false;
+  }
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_{io_};
+  std::error_code last_error_;
+};
+
+std::uint64_t request_id_of(std::string_view frame) {
+  frame_header h;
+  return decode_header(frame.data(), h, UINT32_MAX) == header_errc::ok ? h.request_id : ~0ull;
+}
+
+class ServerConformance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_.register_handler<echo, store>();
+    server_.register_handler<&ns::calc::add, &ns::calc::div>(&calc_);
+    ASSERT_FALSE(server_.async_start());
+    peer_.connect(server_.port());
+  }
+  static server_config config() {
+    server_config c;
+    c.address = "127.0.0.1";
+    c.io_threads = 1;
+    return c;
+  }
+  // Reads n frames; replies may come in any order, so they are keyed by request id.
+  std::map<std::uint64_t, std::string> read_frames(int n) {
+    std::map<std::uint64_t, std::string> out;
+    for (int i = 0; i < n; ++i) {
+      std::string f = peer_.read_frame();
+      out[request_id_of(f)] = f;
+    }
+    return out;
+  }
+  void expect_reply(const std::map<std::uint64_t, std::string>& got, const std::string& name) {
+    const std::string& want = doc_.at(name);
+    auto it = got.find(request_id_of(want));
+    ASSERT_NE(it, got.end()) << "no reply for " << name;
+    EXPECT_EQ(hex(it->second), hex(want)) << name;
+  }
+
+  std::map<std::string, std::string> doc_ = doc_vectors();
+  ns::calc calc_;
+  rpc_server server_{config()};
+  raw_peer peer_;
+};
+
+TEST_F(ServerConformance, PipelinedRequestsGetTheDocReplies) {
+  peer_.send(doc_.at("echo_request") + doc_.at("store_request") + doc_.at("add_request"));
+  const auto got = read_frames(3);
+  expect_reply(got, "echo_response");
+  expect_reply(got, "store_response");
+  expect_reply(got, "add_response");
+}
+
+TEST_F(ServerConformance, PerRequestErrorsKeepTheConnectionOpen) {
+  // Framing is intact after each of these, so only the one request fails.
+  peer_.send(request<&ns::calc::mod>(first_id + 3, {}, 7, 2) +
+             request<&ns::calc::div>(first_id + 4, {}, 1, 0) +
+             frame({.request_id = first_id + 5, .function_id = function_id<echo>()}, {}));
+  const auto got = read_frames(3);
+  expect_reply(got, "not_found_response");
+  expect_reply(got, "handler_error_response");
+  expect_reply(got, "bad_request_response");
+  peer_.send(doc_.at("echo_request"));
+  EXPECT_EQ(hex(peer_.read_frame()), hex(doc_.at("echo_response")));
+}
+
+TEST_F(ServerConformance, FramesMaySplitAcrossSegments) {
+  const std::string req = doc_.at("echo_request");
+  for (std::size_t cut : {std::size_t{1}, std::size_t{31}, std::size_t{33}}) {
+    peer_.send(req.substr(0, cut));
+    std::this_thread::sleep_for(10ms);
+    peer_.send(req.substr(cut));
+    EXPECT_EQ(hex(peer_.read_frame()), hex(doc_.at("echo_response"))) << cut;
+  }
+}
+
+TEST_F(ServerConformance, OversizedFrameIsRefusedByHeaderThenClosed) {
+  peer_.send(doc_.at("too_large_request"));  // the header alone: no payload is ever sent
+  EXPECT_EQ(hex(peer_.read_frame()), hex(doc_.at("too_large_response")));
+  EXPECT_TRUE(peer_.closed_by_peer());
+}
+
+TEST_F(ServerConformance, NonCorvidStreamGetsProtocolErrorThenClose) {
+  peer_.send("GET / HTTP/1.1\r\nHost: corvid\r\n\r\n");  // 32 bytes: one "header"
+  EXPECT_EQ(hex(peer_.read_frame()), hex(doc_.at("protocol_error_response")));
+  EXPECT_TRUE(peer_.closed_by_peer());
+}
+
+// Each broken header: an id-0 protocol_error naming the problem, then the server closes.
+TEST_F(ServerConformance, BadHeadersGetConnectionLevelErrors) {
+  struct bad {
+    std::size_t offset;
+    char value;
+    std::string message;
+  };
+  const bad cases[] = {{2, 2, "unsupported protocol version"},
+                       {3, 3, "unknown message type"},
+                       {3, 2, "expected a request frame"}};
+  for (const auto& c : cases) {
+    raw_peer peer;
+    peer.connect(server_.port());
+    std::string req = doc_.at("echo_request");
+    req[c.offset] = c.value;
+    peer.send(req);
+    EXPECT_EQ(hex(peer.read_frame()), hex(error_response(0, rpc_errc::protocol_error, c.message)));
+    EXPECT_TRUE(peer.closed_by_peer()) << c.message;
+  }
+}
+
+// A good request before the bad frame is answered; nothing after it is processed.
+TEST_F(ServerConformance, StopsAtTheFirstBadFrame) {
+  peer_.send(doc_.at("echo_request") + "GET / HTTP/1.1\r\nHost: corvid\r\n\r\n" +
+             doc_.at("add_request"));
+  const auto got = read_frames(2);
+  expect_reply(got, "echo_response");
+  expect_reply(got, "protocol_error_response");
+  EXPECT_TRUE(peer_.closed_by_peer());
+}
+
+// ---- the client's side --------------------------------------------------------------------
+
+task<std::vector<std::string>> pipelined_calls(rpc_client& client, std::uint16_t port) {
+  std::vector<std::string> out;
+  if (auto ec = co_await client.connect("127.0.0.1:" + std::to_string(port))) {
+    out.push_back(ec.message());
+    co_return out;
+  }
+  auto e = co_await client.send_request<echo>("hello");
+  auto s = co_await client.send_request_with<store>({.attachment = "\xde\xad\xbe\xef"}, "k1");
+  auto a = co_await client.send_request<&ns::calc::add>(1, 2);
+  auto er = co_await std::move(e);
+  auto sr = co_await std::move(s);
+  auto ar = co_await std::move(a);
+  out.push_back(er ? *er : er.error().message());
+  out.push_back(sr ? "ok" : sr.error().message());
+  out.push_back(ar ? std::to_string(*ar) : ar.error().message());
+  co_return out;
+}
+
+class ClientConformance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    acceptor_.open(asio::ip::tcp::v4());
+    acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
+    acceptor_.listen();
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  static client_config config() {
+    client_config c;
+    c.request_timeout = 10s;  // bounds a hang if the client never sees its reply
+    return c;
+  }
+
+  std::map<std::string, std::string> doc_ = doc_vectors();
+  raw_peer server_;
+  asio::ip::tcp::acceptor acceptor_{server_.io()};
+  rpc_client client_{config()};
+};
+
+TEST_F(ClientConformance, SendsTheDocRequestsAndMatchesRepliesById) {
+  auto calls =
+      std::async(std::launch::async, [&] { return sync_wait(pipelined_calls(client_, port())); });
+  server_.accept(acceptor_);
+  const std::string want =
+      doc_.at("echo_request") + doc_.at("store_request") + doc_.at("add_request");
+  EXPECT_EQ(hex(server_.read(want.size())), hex(want));
+  // Replies in reverse order: the client must route them by request id.
+  server_.send(doc_.at("add_response") + doc_.at("store_response") + doc_.at("echo_response"));
+  EXPECT_EQ(calls.get(), (std::vector<std::string>{"hello", "ok", "3"}));
+}
+
+task<rpc_error> one_echo(rpc_client& client, std::uint16_t port) {
+  if (auto ec = co_await client.connect("127.0.0.1:" + std::to_string(port))) co_return ec;
+  auto r = co_await client.call<echo>("x");
+  co_return r ? rpc_error{} : r.error();
+}
+
+// Request id 0 with an error status is about the connection: every pending call gets it.
+TEST_F(ClientConformance, IdZeroErrorFailsPendingCalls) {
+  auto call = std::async(std::launch::async, [&] { return sync_wait(one_echo(client_, port())); });
+  server_.accept(acceptor_);
+  const std::string req = request<echo>(first_id, {}, "x");
+  EXPECT_EQ(hex(server_.read(req.size())), hex(req));
+  server_.send(doc_.at("protocol_error_response"));
+  const rpc_error e = call.get();
+  EXPECT_EQ(e.code(), rpc_errc::protocol_error);
+  EXPECT_EQ(e.message(), "bad magic (not a corvid stream)");
+}
+
+}  // namespace
+}  // namespace corvid::protocol::test

@@ -1,0 +1,226 @@
+// The 32-byte frame header: exact bytes out of encode_header, every field back out of
+// decode_header, and every way decode_header refuses a header.
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "wire_util.hpp"
+
+namespace corvid::protocol::test {
+namespace {
+
+constexpr std::uint32_t u32_max = std::numeric_limits<std::uint32_t>::max();
+
+// The format's constants are wire facts: pinned here so a change is a deliberate test edit.
+static_assert(header_size == 32);
+static_assert(magic0 == 'C' && magic1 == 'V' && current_version == 1);
+static_assert(default_max_frame_size == 64u * 1024 * 1024);
+static_assert(static_cast<int>(msg_type::request) == 1 &&
+              static_cast<int>(msg_type::response) == 2);
+
+std::string encoded(const frame_header& h) {
+  std::string out(header_size, '\xff');  // stale bytes must not leak into reserved fields
+  encode_header(h, out.data());
+  return out;
+}
+
+struct header_case {
+  frame_header h;
+  const char* hex;
+};
+
+const header_case cases[] = {
+    {{},
+     "43 56 01 01 00 00 00 00  00 00 00 00 00 00 00 00  00 00 00 00  00 00 00 00"
+     "  00 00 00 00  00 00 00 00"},
+    {{.type = msg_type::response,
+      .flags = 0xa5,
+      .status = rpc_errc::handler_error,
+      .request_id = 0x0123456789abcdefull,
+      .function_id = 0xdeadbeef,
+      .body_length = 0x01020304,
+      .attachment_length = 0x0a0b0c0d},
+     "43 56 01 02 a5 07 00 00  ef cd ab 89 67 45 23 01  ef be ad de  04 03 02 01"
+     "  0d 0c 0b 0a  00 00 00 00"},
+    {{.type = msg_type::request,
+      .status = static_cast<rpc_errc>(0xff),
+      .request_id = std::numeric_limits<std::uint64_t>::max(),
+      .function_id = u32_max,
+      .body_length = u32_max,
+      .attachment_length = u32_max},
+     "43 56 01 01 00 ff 00 00  ff ff ff ff ff ff ff ff  ff ff ff ff  ff ff ff ff"
+     "  ff ff ff ff  00 00 00 00"},
+};
+
+void expect_same(const frame_header& a, const frame_header& b) {
+  EXPECT_EQ(a.type, b.type);
+  EXPECT_EQ(a.flags, b.flags);
+  EXPECT_EQ(a.status, b.status);
+  EXPECT_EQ(a.request_id, b.request_id);
+  EXPECT_EQ(a.function_id, b.function_id);
+  EXPECT_EQ(a.body_length, b.body_length);
+  EXPECT_EQ(a.attachment_length, b.attachment_length);
+}
+
+TEST(FrameHeader, EncodesExactBytes) {
+  for (const auto& c : cases) EXPECT_EQ(hex(encoded(c.h)), hex(unhex(c.hex)));
+}
+
+TEST(FrameHeader, DecodeRoundTripsEveryField) {
+  for (const auto& c : cases) {
+    // Two maximal lengths exceed any 32-bit limit; too_large still fills every field.
+    const auto want = c.h.payload_size() > u32_max ? header_errc::too_large : header_errc::ok;
+    frame_header out;
+    ASSERT_EQ(decode_header(unhex(c.hex).data(), out, u32_max), want) << c.hex;
+    expect_same(out, c.h);
+  }
+}
+
+TEST(FrameHeader, DecodesFromAnUnalignedBuffer) {
+  const std::string bytes = "x" + unhex(cases[1].hex);
+  frame_header out;
+  ASSERT_EQ(decode_header(bytes.data() + 1, out, u32_max), header_errc::ok);
+  expect_same(out, cases[1].h);
+}
+
+// Reserved bytes are room for later versions (e.g. deadlines): a v1 receiver must ignore them.
+// Flags are passed up undecoded; none has a meaning in v1.
+TEST(FrameHeader, IgnoresReservedBytesAndKeepsFlags) {
+  std::string bytes = unhex(cases[1].hex);
+  for (int i : {6, 7, 28, 29, 30, 31}) bytes[i] = '\x5a';
+  bytes[4] = '\xff';
+  frame_header out;
+  ASSERT_EQ(decode_header(bytes.data(), out, u32_max), header_errc::ok);
+  frame_header want = cases[1].h;
+  want.flags = 0xff;
+  expect_same(out, want);
+}
+
+header_errc decode_with(std::size_t index, char value, std::uint32_t limit = u32_max) {
+  std::string bytes = encoded({});
+  bytes[index] = value;
+  frame_header out;
+  return decode_header(bytes.data(), out, limit);
+}
+
+TEST(FrameHeader, RejectsBadMagic) {
+  EXPECT_EQ(decode_with(0, 'c'), header_errc::bad_magic);
+  EXPECT_EQ(decode_with(1, 'v'), header_errc::bad_magic);
+  EXPECT_EQ(decode_with(0, 'V'), header_errc::bad_magic);  // "VV"
+  std::string http = "GET / HTTP/1.1\r\nHost: a\r\n\r\n.....";
+  frame_header out;
+  EXPECT_EQ(decode_header(http.data(), out, u32_max), header_errc::bad_magic);
+}
+
+TEST(FrameHeader, RejectsOtherVersions) {
+  EXPECT_EQ(decode_with(2, 0), header_errc::bad_version);
+  EXPECT_EQ(decode_with(2, 2), header_errc::bad_version);
+  EXPECT_EQ(decode_with(2, '\xff'), header_errc::bad_version);
+}
+
+TEST(FrameHeader, RejectsUnknownTypes) {
+  for (char t : {'\0', '\3', '\xff'}) EXPECT_EQ(decode_with(3, t), header_errc::bad_type);
+  EXPECT_EQ(decode_with(3, 2), header_errc::ok);
+}
+
+// Checked in wire order, so a peer that is not corvid at all hears "bad magic", not a
+// complaint about some later byte.
+TEST(FrameHeader, ReportsTheFirstBadField) {
+  std::string bytes = encoded({.body_length = u32_max});
+  bytes[2] = 9;
+  bytes[3] = 9;
+  frame_header out;
+  EXPECT_EQ(decode_header(bytes.data(), out, 0), header_errc::bad_version);
+  bytes[1] = 'X';
+  EXPECT_EQ(decode_header(bytes.data(), out, 0), header_errc::bad_magic);
+  bytes = encoded({.body_length = u32_max});
+  bytes[3] = 9;
+  EXPECT_EQ(decode_header(bytes.data(), out, 0), header_errc::bad_type);
+}
+
+header_errc decode_lengths(std::uint32_t body, std::uint32_t attachment, std::uint32_t limit,
+                           frame_header& out) {
+  const std::string bytes =
+      encoded({.request_id = 77, .body_length = body, .attachment_length = attachment});
+  return decode_header(bytes.data(), out, limit);
+}
+
+TEST(FrameHeader, LimitAppliesToBodyPlusAttachment) {
+  constexpr std::uint32_t limit = default_max_frame_size;
+  frame_header out;
+  EXPECT_EQ(decode_lengths(limit, 0, limit, out), header_errc::ok);
+  EXPECT_EQ(decode_lengths(0, limit, limit, out), header_errc::ok);
+  EXPECT_EQ(decode_lengths(limit - 10, 10, limit, out), header_errc::ok);
+  EXPECT_EQ(decode_lengths(limit + 1, 0, limit, out), header_errc::too_large);
+  EXPECT_EQ(decode_lengths(0, limit + 1, limit, out), header_errc::too_large);
+  EXPECT_EQ(decode_lengths(limit - 10, 11, limit, out), header_errc::too_large);
+  EXPECT_EQ(decode_lengths(0, 0, 0, out), header_errc::ok);
+  EXPECT_EQ(decode_lengths(1, 0, 0, out), header_errc::too_large);
+}
+
+// The sum is taken in 64 bits: two 32-bit maxima must not wrap around to a small size.
+TEST(FrameHeader, MaximumLengthsDoNotOverflow) {
+  frame_header out;
+  EXPECT_EQ(decode_lengths(u32_max, u32_max, default_max_frame_size, out), header_errc::too_large);
+  EXPECT_EQ(out.payload_size(), 2 * std::size_t{u32_max});
+  EXPECT_EQ(out.frame_size(), 32 + 2 * std::size_t{u32_max});
+  EXPECT_EQ(decode_lengths(u32_max, u32_max, u32_max, out), header_errc::too_large);
+  EXPECT_EQ(decode_lengths(u32_max, 1, u32_max, out), header_errc::too_large);
+  EXPECT_EQ(decode_lengths(u32_max, 0, u32_max, out), header_errc::ok);
+}
+
+// The server's message_too_large reply names the request, so decode fills the header anyway.
+TEST(FrameHeader, TooLargeStillReportsTheHeader) {
+  frame_header out;
+  ASSERT_EQ(decode_lengths(5, 6, 10, out), header_errc::too_large);
+  EXPECT_EQ(out.request_id, 77u);
+  EXPECT_EQ(out.body_length, 5u);
+  EXPECT_EQ(out.attachment_length, 6u);
+}
+
+// The status byte is passed up as is; unassigned values are the receiver's to treat as errors.
+TEST(FrameHeader, PassesUnknownStatusThrough) {
+  frame_header out;
+  ASSERT_EQ(decode_with(5, '\xc8'), header_errc::ok);
+  ASSERT_EQ(decode_header(encoded({.status = static_cast<rpc_errc>(200)}).data(), out, 0),
+            header_errc::ok);
+  EXPECT_EQ(static_cast<int>(out.status), 200);
+}
+
+TEST(FrameHeader, ErrorNamesAreDistinct) {
+  std::set<std::string_view> names;
+  for (auto e : {header_errc::ok, header_errc::bad_magic, header_errc::bad_version,
+                 header_errc::bad_type, header_errc::too_large}) {
+    EXPECT_FALSE(to_string(e).empty());
+    names.insert(to_string(e));
+  }
+  EXPECT_EQ(names.size(), 5u);
+}
+
+// The status byte is rpc_errc: values are the wire contract, they must never be renumbered.
+TEST(StatusByte, ValuesAreFixed) {
+  const std::pair<rpc_errc, int> table[] = {
+      {rpc_errc::ok, 0},
+      {rpc_errc::timeout, 1},
+      {rpc_errc::connection_closed, 2},
+      {rpc_errc::function_not_found, 3},
+      {rpc_errc::bad_request, 4},
+      {rpc_errc::server_busy, 5},
+      {rpc_errc::message_too_large, 6},
+      {rpc_errc::handler_error, 7},
+      {rpc_errc::cancelled, 8},
+      {rpc_errc::protocol_error, 9},
+      {rpc_errc::connect_failed, 10},
+      {rpc_errc::invalid_argument, 11},
+  };
+  for (auto [code, value] : table) {
+    EXPECT_EQ(static_cast<int>(code), value) << to_string(code);
+    EXPECT_EQ(encoded({.status = code})[5], static_cast<char>(value));
+  }
+  static_assert(sizeof(rpc_errc) == 1);
+}
+
+}  // namespace
+}  // namespace corvid::protocol::test
