@@ -1,32 +1,31 @@
-// The seed's server: `echo_server <port>` serves until killed (or SIGINT/SIGTERM).
+// The seed's server: `echo_server <port>` serves until SIGINT/SIGTERM, then stops gracefully.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
+#include <pthread.h>
 
 #include "echo_api.hpp"
 
-namespace {
-corvid::rpc_server* running = nullptr;
-void on_signal(int) {
-  // stop() is not async-signal-safe; hand it to a thread.
-  std::thread([] { running->stop(); }).detach();
-}
-}  // namespace
-
 int main(int argc, char** argv) {
   const auto port = static_cast<std::uint16_t>(argc > 1 ? std::atoi(argv[1]) : 9000);
+  // Block the stop signals before any thread starts, so every reactor inherits the mask and
+  // main receives them in sigwait below (no async-signal-safety concerns).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
   corvid::rpc_server server(/*io threads*/ 2, port);
   server.register_handler<echo, add, move>();
   if (auto ec = server.async_start()) {
     std::fprintf(stderr, "echo_server: %s\n", ec.message().c_str());
     return 1;
   }
-  running = &server;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   std::printf("listening on %u\n", server.port());
   std::fflush(stdout);
-  server.start();  // already started: blocks until stop()
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  server.stop();
   return 0;
 }

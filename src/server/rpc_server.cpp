@@ -171,12 +171,14 @@ void server_core::wait_stopped() {
     drained_cv_.wait(lk, [&] { return drained_ && handlers_running_ == 0; });
   }
   if (pool_) {
-    pool_->stop();
-    // The reactors are joined: nothing else touches these now.
+    pool_->stop();  // serialised: a concurrent caller returns only once the threads are joined
+    // The reactors are joined; release their io objects once, whoever gets here first.
+    std::lock_guard lk(mutex_);
+    if (released_) return;
+    released_ = true;
     drain_timer_.reset();
     accept_retry_.reset();
     acceptor_.reset();
-    std::lock_guard lk(mutex_);
     connections_.clear();
   }
 }

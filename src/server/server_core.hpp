@@ -70,6 +70,7 @@ class server_core {
   bool started_ = false;
   bool stopping_ = false;
   bool drained_ = false;
+  bool released_ = false;  // io objects released after the join
   std::size_t handlers_running_ = 0;
 };
 
