@@ -18,12 +18,16 @@ struct free_block {
   free_block* next;
 };
 
+// Set once the thread's cache is destroyed (thread exit, static destruction). A separate,
+// trivially destructible thread_local: a flag inside the cache could be optimised away as a
+// dead store in its own destructor.
+thread_local bool cache_dead = false;
+
 struct thread_cache {
   std::array<free_block*, class_count> heads{};
   std::array<std::size_t, class_count> counts{};
-  bool alive = true;
   ~thread_cache() {
-    alive = false;
+    cache_dead = true;
     for (auto*& head : heads) {
       while (head != nullptr) std::free(std::exchange(head, head->next));
     }
@@ -38,13 +42,17 @@ std::size_t class_of(std::size_t n) noexcept { return (n + granule - 1) / granul
 
 void* frame_allocate(std::size_t n) {
   const std::size_t c = class_of(n);
-  if (c < class_count && cache.alive) {
-    if (free_block* b = cache.heads[c]) {
-      cache.heads[c] = b->next;
-      --cache.counts[c];
-      return b;
+  if (c < class_count) {
+    if (!cache_dead) {
+      if (free_block* b = cache.heads[c]) {
+        cache.heads[c] = b->next;
+        --cache.counts[c];
+        return b;
+      }
     }
-    n = (c + 1) * granule;  // allocate the full class size so the block can be reused
+    // Always the full class size: the block may be cached and reused for any size in the
+    // class later, by whichever thread frees it.
+    n = (c + 1) * granule;
   }
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
@@ -53,7 +61,7 @@ void* frame_allocate(std::size_t n) {
 
 void frame_deallocate(void* p, std::size_t n) noexcept {
   const std::size_t c = class_of(n);
-  if (c < class_count && cache.alive && cache.counts[c] < max_cached) {
+  if (c < class_count && !cache_dead && cache.counts[c] < max_cached) {
     auto* b = static_cast<free_block*>(p);
     b->next = cache.heads[c];
     cache.heads[c] = b;

@@ -1,5 +1,6 @@
 #include "corvid/runtime/io_pool.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 

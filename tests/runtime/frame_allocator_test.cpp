@@ -126,7 +126,7 @@ struct allocate_at_thread_exit {
 };
 thread_local allocate_at_thread_exit late_allocator;
 
-TEST(FrameAllocator, DISABLED_BlockAllocatedAfterCacheDiedIsFullClassSize) {
+TEST(FrameAllocator, BlockAllocatedAfterCacheDiedIsFullClassSize) {
   std::thread([] {
     late_allocator.touched = 1;              // constructed first, so destroyed last
     frame_deallocate(frame_allocate(8), 8);  // now the cache exists and dies before it
