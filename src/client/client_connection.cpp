@@ -7,6 +7,8 @@
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../runtime/endpoint.hpp"
+
 namespace corvid::detail {
 namespace {
 constexpr std::size_t min_read_room = 4096;
@@ -69,16 +71,17 @@ void client_connection::connect(std::string host, std::string port,
         done({rpc_errc::connect_failed,
               std::string(what) + " " + host + ":" + port + ": " + ec.message()});
       } else {
-        self->socket_.set_option(asio::ip::tcp::no_delay(true));
-        {
-          std::lock_guard lk(self->mutex_);
-          self->open_ = true;
-          self->closed_reason_.clear();
-        }
-        self->start_reading(epoch);
+        self->on_connected(epoch);
         done({});
       }
     };
+    if (is_unix_endpoint(host)) {
+      self->socket_.async_connect(unix_endpoint(host),
+                                  [finish = std::move(finish)](const std::error_code& e) {
+                                    finish(e, "cannot connect to");
+                                  });
+      return;
+    }
     self->resolver_.async_resolve(
         host, port,
         [self, finish = std::move(finish)](const std::error_code& ec,
@@ -87,13 +90,27 @@ void client_connection::connect(std::string host, std::string port,
             finish(ec, "cannot resolve");
             return;
           }
-          asio::async_connect(self->socket_, results,
-                              [finish = std::move(finish)](const std::error_code& e,
-                                                           const asio::ip::tcp::endpoint&) {
-                                finish(e, "cannot connect to");
-                              });
+          std::vector<asio::generic::stream_protocol::endpoint> endpoints;
+          for (const auto& entry : results) endpoints.emplace_back(entry.endpoint());
+          asio::async_connect(
+              self->socket_, endpoints,
+              [finish = std::move(finish)](const std::error_code& e,
+                                           const asio::generic::stream_protocol::endpoint&) {
+                finish(e, "cannot connect to");
+              });
         });
   });
+}
+
+void client_connection::on_connected(std::uint64_t epoch) {
+  std::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);  // fails harmlessly on unix sockets
+  {
+    std::lock_guard lk(mutex_);
+    open_ = true;
+    closed_reason_.clear();
+  }
+  start_reading(epoch);
 }
 
 void client_connection::close(std::string reason) {
@@ -203,18 +220,32 @@ void client_connection::flush() {
     std::lock_guard lk(mutex_);
     flush_scheduled_ = false;
     if (!writing_ && open_ && !out_.empty()) {
-      std::swap(out_, sending_);
+      if (config_.coalesce_writes) {
+        std::swap(out_, sending_);
+      } else {
+        // The seed-002 baseline: one request per write. Client queues hold no owned
+        // segments, so the first frame is the first contiguous bytes.
+        protocol::frame_header h;
+        protocol::decode_header(out_.at(0), h, UINT32_MAX);
+        sending_.append(std::string_view(out_.at(0), h.frame_size()));
+        sending_.count_frame();
+        out_.erase_front(h.frame_size());
+      }
       writing_ = start = true;
     }
   }
   rearm_timer();  // a call queued since the last flush may carry an earlier deadline
   if (!start) return;
-  asio::async_write(socket_, buffer_range(sending_.buffers()),
-                    [self = shared_from_this(), epoch = epoch_](
-                        const std::error_code& ec, std::size_t) { self->on_write(epoch, ec); });
+  write_calls_ = 0;
+  asio::async_write(
+      socket_, buffer_range(sending_.buffers()), counting_transfer_all{&write_calls_},
+      [self = shared_from_this(), epoch = epoch_](const std::error_code& ec, std::size_t n) {
+        self->on_write(epoch, ec, n);
+      });
 }
 
-void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec) {
+void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
+  stats_.on_write(sending_.frames(), write_calls_, n);
   sending_.clear();
   {
     std::lock_guard lk(mutex_);
@@ -249,6 +280,7 @@ void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, 
     return;
   }
   read_buf_.commit(n);
+  stats_.on_read(n);
   dispatching_ = true;
   const bool ok = process_frames();
   dispatching_ = false;
@@ -285,6 +317,8 @@ bool client_connection::process_frames() {
       fail_all({h.status, std::move(message)});
       return false;
     }
+    // Counted before the caller resumes, so a caller that reads stats() sees its reply.
+    stats_.on_frames_received(1);
     call_base* call;
     {
       std::lock_guard lk(mutex_);

@@ -38,6 +38,9 @@ rpc_client::rpc_client(client_config config)
 rpc_client::~rpc_client() { conn_->close("client destroyed"); }
 
 connect_awaiter rpc_client::connect(std::string_view endpoint) {
+  if (endpoint.starts_with("unix:")) {
+    return connect_awaiter(conn_, std::string(endpoint), "", rpc_error{});
+  }
   std::string host, port;
   std::string error = split_endpoint(endpoint, host, port);
   return connect_awaiter(

@@ -1,11 +1,14 @@
 #include "corvid/server/rpc_server.hpp"
 
 #include <cstdio>
+#include <unistd.h>
 
 #include <asio/post.hpp>
 
+#include "../runtime/endpoint.hpp"
 #include "server_connection.hpp"
 #include "server_core.hpp"
+#include <sys/stat.h>
 
 namespace corvid {
 namespace detail {
@@ -54,12 +57,30 @@ rpc_error server_core::async_start() {
   }
   pool_ = std::make_unique<io_pool>(config.io_threads);
   std::error_code ec;
-  auto address = asio::ip::make_address(config.address, ec);
-  if (ec) return {rpc_errc::invalid_argument, "bad listen address '" + config.address + "'"};
-  asio::ip::tcp::endpoint ep(address, config.port);
+  asio::generic::stream_protocol::endpoint ep;
+  if (is_unix_endpoint(config.address)) {
+    ep = unix_endpoint(config.address);
+    unix_path_ = config.address.substr(unix_prefix.size());
+    // A socket file left by a previous run would make bind fail; remove only sockets.
+    struct stat st {};
+    if (::lstat(unix_path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(unix_path_.c_str());
+  } else {
+    auto address = asio::ip::make_address(config.address, ec);
+    if (ec) {
+      {
+        std::lock_guard lk(mutex_);
+        stopping_ = drained_ = true;
+      }
+      pool_->stop();
+      return {rpc_errc::invalid_argument, "bad listen address '" + config.address + "'"};
+    }
+    ep = asio::ip::tcp::endpoint(address, config.port);
+  }
   acceptor_.emplace(pool_->at(0));
   acceptor_->open(ep.protocol(), ec);
-  if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec && !is_unix_endpoint(config.address)) {
+    acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  }
   if (!ec) acceptor_->bind(ep, ec);
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
@@ -73,7 +94,7 @@ rpc_error server_core::async_start() {
     pool_->stop();
     return {rpc_errc::connect_failed, std::move(msg)};
   }
-  bound_port = acceptor_->local_endpoint().port();
+  bound_port = port_of(acceptor_->local_endpoint());
   accept_retry_.emplace(pool_->at(0));
   drain_timer_.emplace(pool_->at(0));
   asio::post(pool_->at(0), [this] { accept_next(); });
@@ -81,28 +102,30 @@ rpc_error server_core::async_start() {
 }
 
 void server_core::accept_next() {
-  acceptor_->async_accept(
-      pool_->next(), [this](const std::error_code& ec, asio::ip::tcp::socket socket) {
-        if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
-        if (ec) {
-          // Out of descriptors or a transient failure: back off briefly instead of spinning.
-          accept_retry_->expires_after(std::chrono::milliseconds(10));
-          accept_retry_->async_wait([this](const std::error_code& e) {
-            if (!e) accept_next();
-          });
-          return;
-        }
-        std::error_code ignored;
-        socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-        auto conn = std::make_shared<server_connection>(*this, std::move(socket));
-        {
-          std::lock_guard lk(mutex_);
-          if (stopping_) return;  // the socket closes as `conn` goes away
-          connections_.emplace(conn.get(), conn);
-        }
-        asio::post(conn->reactor(), [conn] { conn->start(); });
-        accept_next();
+  acceptor_->async_accept(pool_->next(), [this](const std::error_code& ec,
+                                                asio::generic::stream_protocol::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+    if (ec) {
+      // Out of descriptors or a transient failure: back off briefly instead of spinning.
+      accept_retry_->expires_after(std::chrono::milliseconds(10));
+      accept_retry_->async_wait([this](const std::error_code& e) {
+        if (!e) accept_next();
       });
+      return;
+    }
+    std::error_code ignored;
+    socket.set_option(asio::ip::tcp::no_delay(true), ignored);  // fails on unix sockets
+    const auto peer = socket.remote_endpoint(ignored);
+    auto conn = std::make_shared<server_connection>(
+        *this, std::move(socket), ignored ? std::string("unknown") : to_string(peer));
+    {
+      std::lock_guard lk(mutex_);
+      if (stopping_) return;  // the socket closes as `conn` goes away
+      connections_.emplace(conn.get(), conn);
+    }
+    asio::post(conn->reactor(), [conn] { conn->start(); });
+    accept_next();
+  });
 }
 
 void server_core::begin_stop() {
@@ -180,6 +203,7 @@ void server_core::wait_stopped() {
     accept_retry_.reset();
     acceptor_.reset();
     connections_.clear();
+    if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
   }
 }
 
@@ -231,6 +255,7 @@ void rpc_server::stop() {
 std::uint16_t rpc_server::port() const noexcept { return core_->bound_port; }
 const server_config& rpc_server::config() const noexcept { return core_->config; }
 std::size_t rpc_server::connection_count() const noexcept { return core_->connection_count(); }
+transport_stats rpc_server::stats() const noexcept { return core_->stats.snapshot(); }
 
 }  // namespace corvid
 

@@ -16,15 +16,14 @@ namespace {
 constexpr std::size_t min_read_room = 4096;
 }  // namespace
 
-server_connection::server_connection(server_core& core, asio::ip::tcp::socket socket)
+server_connection::server_connection(server_core& core,
+                                     asio::generic::stream_protocol::socket socket,
+                                     std::string peer)
     : core_(core),
       socket_(std::move(socket)),
       reactor_(static_cast<asio::io_context&>(socket_.get_executor().context())),
-      read_buf_(core.config.read_buffer_size) {
-  std::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
-  if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
-}
+      peer_(std::move(peer)),
+      read_buf_(core.config.read_buffer_size) {}
 
 void server_connection::start() { read_more(); }
 
@@ -55,6 +54,7 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
     return;
   }
   read_buf_.commit(n);
+  core_.stats.on_read(n);
   const bool ok = process_frames();
   flush();
   if (ok) read_more();
@@ -64,6 +64,7 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
 bool server_connection::process_frames() {
   dispatching_ = true;
   bool ok = true;
+  std::uint64_t frames = 0;
   while (read_buf_.size() >= protocol::header_size) {
     protocol::frame_header h;
     auto herr = protocol::decode_header(read_buf_.data(), h, core_.config.max_frame_size);
@@ -88,8 +89,10 @@ bool server_connection::process_frames() {
     }
     dispatch(h, read_buf_.data() + protocol::header_size);
     read_buf_.consume(h.frame_size());
+    ++frames;
   }
   dispatching_ = false;
+  core_.stats.on_frames_received(frames);
   // A buffer grown for one big frame goes back to the system once it is drained.
   if (read_buf_.empty()) read_buf_.shrink_to(core_.config.read_buffer_size);
   return ok;
@@ -185,7 +188,10 @@ void server_connection::write_each() {
   // The seed-002 baseline: one blocking write syscall per reply, no batching at all.
   if (writing_ || closed_) return;
   std::error_code ec;
-  asio::write(socket_, buffer_range(pending_.buffers()), ec);
+  std::uint64_t calls = 0;
+  const std::size_t n =
+      asio::write(socket_, buffer_range(pending_.buffers()), counting_transfer_all{&calls}, ec);
+  core_.stats.on_write(pending_.frames(), calls, n);
   pending_.clear();
   if (ec) close();
 }
@@ -205,13 +211,15 @@ void server_connection::flush() {
   if (writing_ || closed_ || pending_.empty()) return;
   std::swap(pending_, sending_);
   writing_ = true;
+  write_calls_ = 0;
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
-  asio::async_write(socket_, buffer_range(sending_.buffers()),
-                    [self](const std::error_code& ec, std::size_t) { self->on_write(ec); });
+  asio::async_write(socket_, buffer_range(sending_.buffers()), counting_transfer_all{&write_calls_},
+                    [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
 }
 
-void server_connection::on_write(const std::error_code& ec) {
+void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   writing_ = false;
+  core_.stats.on_write(sending_.frames(), write_calls_, n);
   sending_.clear();
   if (ec) {
     close();
@@ -242,7 +250,7 @@ void server_connection::close() {
   if (closed_) return;
   closed_ = true;
   std::error_code ignored;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.shutdown(asio::socket_base::shutdown_both, ignored);
   socket_.close(ignored);
   core_.on_connection_closed(this);
 }

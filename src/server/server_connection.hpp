@@ -3,7 +3,7 @@
 // that reactor's thread, so nothing here is locked.
 #include <string>
 
-#include <asio/ip/tcp.hpp>
+#include <asio/generic/stream_protocol.hpp>
 
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
@@ -16,7 +16,8 @@ class server_core;
 
 class server_connection final : public reply_channel {
  public:
-  server_connection(server_core& core, asio::ip::tcp::socket socket);
+  server_connection(server_core& core, asio::generic::stream_protocol::socket socket,
+                    std::string peer);
 
   void start();        // begins reading
   void begin_drain();  // stop(): answer what is in flight, then close
@@ -42,12 +43,12 @@ class server_connection final : public reply_channel {
   void frame_queued();
   void flush();
   void write_each();
-  void on_write(const std::error_code& ec);
+  void on_write(const std::error_code& ec, std::size_t n);
   void close_if_done();
   void close();
 
   server_core& core_;
-  asio::ip::tcp::socket socket_;
+  asio::generic::stream_protocol::socket socket_;
   asio::io_context& reactor_;
   std::string peer_;
   byte_buffer read_buf_;
@@ -55,7 +56,8 @@ class server_connection final : public reply_channel {
   outbound_queue sending_;  // the write in flight
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
-  std::size_t in_flight_ = 0;  // coroutine handlers running
+  std::size_t in_flight_ = 0;      // coroutine handlers running
+  std::uint64_t write_calls_ = 0;  // write_some calls of the write in flight
   bool reply_open_ = false;
   bool dispatching_ = false;
   bool writing_ = false;

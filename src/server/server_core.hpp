@@ -8,11 +8,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <asio/basic_socket_acceptor.hpp>
+#include <asio/generic/stream_protocol.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/runtime/io_pool.hpp"
+#include "corvid/runtime/transport_stats.hpp"
 #include "corvid/server/server_config.hpp"
 
 namespace corvid::detail {
@@ -51,6 +54,7 @@ class server_core {
 
   const server_config config;
   std::uint16_t bound_port = 0;
+  stats_counters stats;
   std::size_t connection_count() const;
   bool started() const;
 
@@ -60,7 +64,8 @@ class server_core {
 
   std::unordered_map<std::uint32_t, handler_entry> handlers_;
   std::unique_ptr<io_pool> pool_;
-  std::optional<asio::ip::tcp::acceptor> acceptor_;
+  std::optional<asio::basic_socket_acceptor<asio::generic::stream_protocol>> acceptor_;
+  std::string unix_path_;  // the socket file to remove at stop, for unix: endpoints
   std::optional<asio::steady_timer> accept_retry_;
   std::optional<asio::steady_timer> drain_timer_;
 

@@ -16,6 +16,9 @@ struct client_config {
   std::uint32_t max_frame_size = protocol::default_max_frame_size;
   // Reactors to run on; null = io_pool::default_pool().
   io_pool* pool = nullptr;
+  // Requests queued while a write is in flight leave together in one gather write.
+  // Off = one request per write syscall (for the seed-002 comparison).
+  bool coalesce_writes = true;
 };
 
 }  // namespace corvid

@@ -65,11 +65,14 @@ class rpc_client {
   rpc_client(const rpc_client&) = delete;
   rpc_client& operator=(const rpc_client&) = delete;
 
-  // "host:port" or "[ipv6]:port". Awaits to an rpc_error, falsy on success; never throws.
+  // "host:port", "[ipv6]:port" or "unix:/path". Awaits to an rpc_error, falsy on success;
+  // never throws.
   // Connecting again replaces the connection (its pending calls end with connection_closed).
   connect_awaiter connect(std::string_view endpoint);
   void close();
   bool is_connected() const { return conn_->is_open(); }
+  // Frames, syscalls and bytes on this client's connection (across reconnects).
+  transport_stats stats() const noexcept { return conn_->stats(); }
   const client_config& config() const noexcept { return config_; }
 
   template <class State>

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <asio/generic/stream_protocol.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 
@@ -19,6 +20,7 @@
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/protocol/frame_header.hpp"
+#include "corvid/runtime/transport_stats.hpp"
 
 namespace corvid::detail {
 
@@ -27,8 +29,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   client_connection(asio::io_context& reactor, const client_config& config);
   ~client_connection();
 
-  // Connects (replacing any current socket, whose calls fail). `done` runs on the reactor.
+  // Connects to host:port, or to a Unix-domain socket when host is "unix:/path" (port
+  // ignored), replacing any current socket, whose calls fail. `done` runs on the reactor.
   void connect(std::string host, std::string port, std::function<void(rpc_error)> done);
+  transport_stats stats() const noexcept { return stats_.snapshot(); }
   // Fails every pending call with connection_closed and closes the socket. Any thread.
   void close(std::string reason);
   bool is_open() const;
@@ -94,7 +98,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
   bool process_frames();
   void flush();
-  void on_write(std::uint64_t epoch, const std::error_code& ec);
+  void on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
+  void on_connected(std::uint64_t epoch);
   void rearm_timer();
   void on_timer();
   // Reactor thread: closes the socket and fails every pending call with `e`.
@@ -104,7 +109,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   const client_config config_;
 
   // Reactor-thread state.
-  asio::ip::tcp::socket socket_;
+  asio::generic::stream_protocol::socket socket_;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;
@@ -113,6 +118,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   byte_buffer read_buf_;
   outbound_queue sending_;
   std::uint64_t epoch_ = 0;  // bumps on every (re)connect; stale handlers see a mismatch
+  std::uint64_t write_calls_ = 0;
+  stats_counters stats_;
   bool dispatching_ = false;
 
   // Shared state, under mutex_.

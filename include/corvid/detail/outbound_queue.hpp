@@ -45,6 +45,18 @@ class outbound_queue {
     }
   }
 
+  // Drops the first n bytes. Only for queues without owned segments (the client's).
+  void erase_front(std::size_t n) noexcept {
+    bytes_.consume(n);
+    total_ -= n;
+    --frames_;
+    if (bytes_.empty()) {
+      segments_.clear();
+    } else {
+      segments_.front().second -= n;
+    }
+  }
+
   std::size_t size() const noexcept { return total_; }
   bool empty() const noexcept { return total_ == 0; }
   std::size_t frames() const noexcept { return frames_; }

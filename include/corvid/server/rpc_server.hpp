@@ -14,6 +14,7 @@
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/error.hpp"
 #include "corvid/protocol/function_id.hpp"
+#include "corvid/runtime/transport_stats.hpp"
 #include "corvid/server/server_config.hpp"
 
 namespace corvid {
@@ -65,6 +66,8 @@ class rpc_server {
   const server_config& config() const noexcept;
   // Connections currently open.
   std::size_t connection_count() const noexcept;
+  // Frames, syscalls and bytes over all connections since start.
+  transport_stats stats() const noexcept;
 
  private:
   void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn);

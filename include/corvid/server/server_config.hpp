@@ -10,8 +10,9 @@
 namespace corvid {
 
 struct server_config {
-  std::string address = "0.0.0.0";  // listen address ("::" for IPv6)
-  std::uint16_t port = 0;           // 0 = ephemeral; rpc_server::port() tells the bound one
+  // Listen address: an IP ("0.0.0.0", "::") or "unix:/path/to.sock" for a Unix-domain socket.
+  std::string address = "0.0.0.0";
+  std::uint16_t port = 0;  // 0 = ephemeral; rpc_server::port() tells the bound one
   std::size_t io_threads = std::max(1u, std::thread::hardware_concurrency());
   // Largest body + attachment accepted; a bigger frame is refused before any allocation.
   std::uint32_t max_frame_size = protocol::default_max_frame_size;

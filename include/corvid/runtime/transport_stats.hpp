@@ -1,0 +1,71 @@
+#pragma once
+// Counters of what crossed a connection's socket. The benchmark reports RPCs per write
+// syscall from these (seed 002: one reply per packet wastes syscalls and packets).
+#include <atomic>
+#include <cstdint>
+
+namespace corvid {
+
+struct transport_stats {
+  std::uint64_t frames_sent = 0;
+  std::uint64_t write_syscalls = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t frames_received = 0;
+  std::uint64_t read_syscalls = 0;
+  std::uint64_t bytes_received = 0;
+
+  double frames_per_write() const noexcept {
+    return write_syscalls == 0
+               ? 0.0
+               : static_cast<double>(frames_sent) / static_cast<double>(write_syscalls);
+  }
+  double frames_per_read() const noexcept {
+    return read_syscalls == 0
+               ? 0.0
+               : static_cast<double>(frames_received) / static_cast<double>(read_syscalls);
+  }
+};
+
+namespace detail {
+
+// Updated by reactors once per read or write (not per frame), read from any thread.
+struct stats_counters {
+  std::atomic<std::uint64_t> frames_sent{0}, write_syscalls{0}, bytes_sent{0};
+  std::atomic<std::uint64_t> frames_received{0}, read_syscalls{0}, bytes_received{0};
+
+  static void add(std::atomic<std::uint64_t>& c, std::uint64_t n) noexcept {
+    c.fetch_add(n, std::memory_order_relaxed);
+  }
+  void on_write(std::uint64_t frames, std::uint64_t syscalls, std::uint64_t bytes) noexcept {
+    add(frames_sent, frames);
+    add(write_syscalls, syscalls);
+    add(bytes_sent, bytes);
+  }
+  void on_read(std::uint64_t bytes) noexcept {
+    add(read_syscalls, 1);
+    add(bytes_received, bytes);
+  }
+  void on_frames_received(std::uint64_t frames) noexcept { add(frames_received, frames); }
+  transport_stats snapshot() const noexcept {
+    auto get = [](const std::atomic<std::uint64_t>& c) {
+      return c.load(std::memory_order_relaxed);
+    };
+    return {get(frames_sent),     get(write_syscalls), get(bytes_sent),
+            get(frames_received), get(read_syscalls),  get(bytes_received)};
+  }
+};
+
+// asio::transfer_all caps each write_some at 64 KiB; this condition lets a gather write hand
+// the kernel everything at once, and counts the write_some calls (one syscall each).
+struct counting_transfer_all {
+  std::uint64_t* writes;
+  // asio calls this before the first write_some and after each one that leaves bytes
+  // unsent, so on success the number of calls equals the number of write_some calls.
+  std::size_t operator()(const std::error_code& ec, std::size_t) const noexcept {
+    ++*writes;
+    return ec ? 0 : static_cast<std::size_t>(-1) / 2;
+  }
+};
+
+}  // namespace detail
+}  // namespace corvid
