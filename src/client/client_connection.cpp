@@ -11,7 +11,8 @@
 
 namespace corvid::detail {
 namespace {
-constexpr std::size_t min_read_room = 4096;
+// Read room starts at 4 KiB and doubles while reads fill it (see the server).
+constexpr std::size_t max_read_room = 256 * 1024;
 constexpr std::size_t idle_read_buffer = 8 * 1024;
 }  // namespace
 
@@ -143,6 +144,7 @@ void client_connection::fail_all(rpc_error e) {
   socket_.close(ignored);
   read_buf_.clear();
   read_buf_.shrink_to(idle_read_buffer);
+  read_room_ = 4096;
   for (call_base* c : victims) {
     c->prev = c->next = nullptr;
     c->fail(e.code(), e.message());
@@ -261,7 +263,7 @@ void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec,
 // ---- reading --------------------------------------------------------------------------
 
 void client_connection::start_reading(std::uint64_t epoch) {
-  read_buf_.ensure_tail(min_read_room);
+  read_buf_.prepare_read(read_room_, 4096);
   socket_.async_read_some(
       asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
       [self = shared_from_this(), epoch](const std::error_code& ec, std::size_t n) {
@@ -279,6 +281,7 @@ void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, 
     }
     return;
   }
+  if (n == read_buf_.tail_room() && read_room_ < max_read_room) read_room_ *= 2;
   read_buf_.commit(n);
   stats_.on_read(n);
   dispatching_ = true;
@@ -286,7 +289,7 @@ void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, 
   dispatching_ = false;
   if (!ok) return;
   flush();
-  if (read_buf_.empty()) read_buf_.shrink_to(idle_read_buffer);
+  if (read_buf_.empty()) read_buf_.shrink_to(max_read_room);  // only big one-off frames
   start_reading(epoch);
 }
 

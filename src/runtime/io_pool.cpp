@@ -11,7 +11,7 @@ thread_local asio::io_context* this_reactor = nullptr;
 
 asio::io_context* current_reactor() noexcept { return this_reactor; }
 
-io_pool::io_pool(std::size_t threads) {
+io_pool::io_pool(std::size_t threads, thread_start_hook on_start) {
   if (threads == 0) threads = 1;
   reactors_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) {
@@ -19,9 +19,10 @@ io_pool::io_pool(std::size_t threads) {
     r->guard.emplace(r->ctx.get_executor());
     reactors_.push_back(std::move(r));
   }
-  for (auto& r : reactors_) {
-    r->thread = std::thread([ctx = &r->ctx] {
+  for (std::size_t i = 0; i < reactors_.size(); ++i) {
+    reactors_[i]->thread = std::thread([ctx = &reactors_[i]->ctx, i, on_start] {
       this_reactor = ctx;
+      if (on_start) on_start(i);
       // A handler that throws is a bug in corvid or in user code resumed inline; report it
       // and keep the reactor alive so every other connection keeps being served.
       for (;;) {

@@ -12,8 +12,9 @@
 
 namespace corvid::detail {
 namespace {
-// A read never offers the kernel less room than this, so small frames batch per recv.
-constexpr std::size_t min_read_room = 4096;
+// Reads offer the kernel 4 KiB at first; each read that fills its room doubles it (up to
+// max_read_room), so a busy connection takes many frames per recv.
+constexpr std::size_t max_read_room = 256 * 1024;
 }  // namespace
 
 server_connection::server_connection(server_core& core,
@@ -29,7 +30,7 @@ void server_connection::start() { read_more(); }
 
 void server_connection::read_more() {
   if (closed_ || stop_reading_ || reading_) return;
-  read_buf_.ensure_tail(min_read_room);
+  read_buf_.prepare_read(read_room_, 4096);
   reading_ = true;
   socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
                           [self = std::static_pointer_cast<server_connection>(shared_from_this())](
@@ -53,6 +54,7 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
     close_if_done();
     return;
   }
+  if (n == read_buf_.tail_room() && read_room_ < max_read_room) read_room_ *= 2;
   read_buf_.commit(n);
   core_.stats.on_read(n);
   const bool ok = process_frames();
@@ -93,8 +95,10 @@ bool server_connection::process_frames() {
   }
   dispatching_ = false;
   core_.stats.on_frames_received(frames);
-  // A buffer grown for one big frame goes back to the system once it is drained.
-  if (read_buf_.empty()) read_buf_.shrink_to(core_.config.read_buffer_size);
+  // A buffer grown for one big frame goes back to the system once it is drained; smaller
+  // growth is kept, or a busy connection would reallocate on every read.
+  if (read_buf_.empty())
+    read_buf_.shrink_to(std::max(core_.config.read_buffer_size, max_read_room));
   return ok;
 }
 

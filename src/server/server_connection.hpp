@@ -52,8 +52,9 @@ class server_connection final : public reply_channel {
   asio::io_context& reactor_;
   std::string peer_;
   byte_buffer read_buf_;
-  outbound_queue pending_;  // replies queued while a write is in flight
-  outbound_queue sending_;  // the write in flight
+  outbound_queue pending_;        // replies queued while a write is in flight
+  outbound_queue sending_;        // the write in flight
+  std::size_t read_room_ = 4096;  // grows while reads fill it
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::size_t in_flight_ = 0;      // coroutine handlers running

@@ -85,6 +85,13 @@ class byte_buffer {
     }
     grow(n);
   }
+  // Prepares for a read: capacity at least `capacity_target`, and at least `min_tail` bytes of
+  // tail room, compacting rather than growing when the unread bytes leave enough space.
+  void prepare_read(std::size_t capacity_target, std::size_t min_tail) {
+    reserve(capacity_target);
+    if (tail_room() < capacity_ / 2 && begin_ != 0) compact();
+    ensure_tail(min_tail);
+  }
   void reserve(std::size_t cap) {
     if (cap > capacity_) reallocate(cap);
   }

@@ -121,6 +121,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   std::uint64_t write_calls_ = 0;
   stats_counters stats_;
   bool dispatching_ = false;
+  std::size_t read_room_ = 4096;
 
   // Shared state, under mutex_.
   mutable std::mutex mutex_;

@@ -41,9 +41,14 @@ constexpr std::string_view function_name() noexcept {
   return detail::extract_name(detail::raw_function_signature<F>());
 }
 
+// A variable, not just a constexpr function: evaluated at compile time even where the id is
+// used in a runtime expression (callgrind showed the name being parsed on every call).
+template <auto F>
+inline constexpr std::uint32_t function_id_v = fnv1a32(function_name<F>());
+
 template <auto F>
 constexpr std::uint32_t function_id() noexcept {
-  return fnv1a32(function_name<F>());
+  return function_id_v<F>;
 }
 
 }  // namespace corvid::protocol

@@ -3,6 +3,7 @@
 // reactor for its whole life, so its state needs no locks (design brief, layer 6).
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,8 +16,12 @@ namespace corvid {
 
 class io_pool {
  public:
+  // Runs on each reactor thread before it starts serving, with the thread's index: the place
+  // to pin threads to cores or name them.
+  using thread_start_hook = std::function<void(std::size_t index)>;
+
   // Starts `threads` reactor threads (at least one).
-  explicit io_pool(std::size_t threads);
+  explicit io_pool(std::size_t threads, thread_start_hook on_start = {});
   ~io_pool();
   io_pool(const io_pool&) = delete;
   io_pool& operator=(const io_pool&) = delete;

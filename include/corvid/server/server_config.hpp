@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -23,6 +24,8 @@ struct server_config {
   // Write coalescing: replies queued while a write is in flight leave together in one
   // gather write. Off = one frame per write syscall (for the seed-002 comparison).
   bool coalesce_writes = true;
+  // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
+  std::function<void(std::size_t)> on_thread_start;
 };
 
 }  // namespace corvid

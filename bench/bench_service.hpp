@@ -1,0 +1,28 @@
+#pragma once
+// The functions corvid-bench calls. Both processes (or both halves of one process) compile
+// this header, so the function ids match.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <corvid/corvid.hpp>
+
+namespace corvid::bench {
+
+// What the server reports about itself between cells.
+struct server_counters {
+  transport_stats transport;
+  std::uint64_t allocations = 0;  // on the server's reactor threads
+};
+
+// One benchmark call: the request payload is the attachment; the reply attachment is the
+// payload again (echo) or `response_size` bytes.
+void bench_call(request_context& ctx, std::uint32_t response_size, bool echo);
+server_counters bench_stats();
+
+// The server whose counters bench_stats() reports.
+void set_bench_server(rpc_server* server);
+// Registers the two functions.
+void register_bench_service(rpc_server& server);
+
+}  // namespace corvid::bench

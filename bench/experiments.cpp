@@ -1,0 +1,174 @@
+#include "experiments.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "bench_service.hpp"
+#include "harness.hpp"
+#include "load.hpp"
+#include "report.hpp"
+
+namespace corvid::bench {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+double seconds_since(clock::time_point t0) {
+  return std::chrono::duration<double>(clock::now() - t0).count();
+}
+
+harness_config base_config(const options& o) {
+  harness_config hc;
+  hc.transport = o.transport;
+  hc.connect = o.connect;
+  hc.pin = o.pin;
+  return hc;
+}
+
+// Seed 001: the same calls made synchronously, pipelined, and by many callers at once.
+task<int> pipelined(rpc_client& c, int n, std::string_view payload) {
+  std::vector<async_reply<detail::call_state<void, true>>> pending;
+  pending.reserve(static_cast<std::size_t>(n));
+  const call_options opts{std::chrono::milliseconds(60000), payload};
+  for (int i = 0; i < n; ++i) {
+    pending.push_back(co_await c.send_request_with<bench_call>(opts, std::uint32_t{16}, false));
+  }
+  int ok = 0;
+  for (auto& p : pending) ok += (co_await std::move(p)).has_value() ? 1 : 0;
+  co_return ok;
+}
+
+task<int> sequential(rpc_client& c, int n, std::string_view payload) {
+  const call_options opts{std::chrono::milliseconds(60000), payload};
+  int ok = 0;
+  for (int i = 0; i < n; ++i) {
+    ok += (co_await c.call_with<bench_call>(opts, std::uint32_t{16}, false)).has_value() ? 1 : 0;
+  }
+  co_return ok;
+}
+
+}  // namespace
+
+int run_pipeline_experiment(const options& o) {
+  harness h(base_config(o));
+  rpc_client& c = *h.clients()[0];
+  const std::string payload(128, 'p');
+  const int n = o.calls;
+  table t{{"mode", "calls", "ok", "seconds", "qps", "vs synchronous"}, {}};
+  double sync_qps = 0;
+  auto add_row = [&](const std::string& mode, int ok, double secs) {
+    const double qps = n / secs;
+    if (sync_qps == 0) sync_qps = qps;
+    t.rows.push_back({mode, std::to_string(n), std::to_string(ok), fixed(secs, 3), fixed(qps, 0),
+                      fixed(qps / sync_qps, 1) + "x"});
+  };
+  sync_wait(sequential(c, 1000, payload));  // warm-up
+  // A classic blocking client: the thread waits for each reply before the next call.
+  auto t0 = clock::now();
+  int ok = 0;
+  for (int i = 0; i < n; ++i) ok += sync_wait(sequential(c, 1, payload));
+  add_row("synchronous (blocking thread, one call at a time)", ok, seconds_since(t0));
+  t0 = clock::now();
+  ok = sync_wait(sequential(c, n, payload));
+  add_row("sequential awaits in one coroutine", ok, seconds_since(t0));
+  t0 = clock::now();
+  ok = sync_wait(pipelined(c, n, payload));
+  add_row("pipelined from one coroutine (send_request all, then await)", ok, seconds_since(t0));
+  for (int callers : {16, 64, 256}) {
+    t0 = clock::now();
+    ok = sync_wait([&]() -> task<int> {
+      std::vector<task<int>> tasks;
+      // Each caller runs sequential calls; all of them share the one connection.
+      std::vector<std::unique_ptr<std::atomic<int>>> results;
+      std::atomic<int> total{0}, left{callers};
+      struct waiter {
+        std::mutex m;
+        std::condition_variable cv;
+      } w;
+      for (int k = 0; k < callers; ++k) {
+        [](rpc_client& cl, int calls, std::string_view pl, std::atomic<int>& sum,
+           std::atomic<int>& remaining, waiter& wt) -> detail::detached {
+          sum += co_await sequential(cl, calls, pl);
+          if (--remaining == 0) {
+            std::lock_guard lk(wt.m);
+            wt.cv.notify_all();
+          }
+        }(c, n / callers, payload, total, left, w);
+      }
+      std::unique_lock lk(w.m);
+      w.cv.wait(lk, [&] { return left.load() == 0; });
+      co_return total.load();
+    }());
+    add_row(std::to_string(callers) + " concurrent callers on one connection", ok,
+            seconds_since(t0));
+  }
+  std::printf("pipeline (seed 001): %d calls of 128 B per mode, one connection\n\n", n);
+  t.print_markdown(std::cout);
+  return 0;
+}
+
+int run_coalesce_experiment(const options& o) {
+  table t{{"coalescing", "concurrency", "qps", "P99 (us)", "RPCs/write client", "RPCs/write server",
+           "packets/RPC"},
+          {}};
+  for (bool on : {true, false}) {
+    harness_config hc = base_config(o);
+    hc.server_coalesce = hc.client_coalesce = on;
+    harness h(hc);
+    for (int c : o.concurrency) {
+      const long long seg0 = tcp_segments_sent();
+      cell_result r =
+          run_cell(h.clients(), {128, o.response_size, false, c, o.warmup, o.duration}, {});
+      const long long seg1 = tcp_segments_sent();
+      // Segments over warm-up + measurement, per call over the same span (estimated from qps).
+      const double calls = r.qps * (o.warmup + o.duration);
+      const std::string packets = (seg0 < 0 || o.transport != "tcp")
+                                      ? "n/a"
+                                      : fixed(static_cast<double>(seg1 - seg0) / calls, 2);
+      t.rows.push_back({on ? "on" : "off", std::to_string(c), fixed(r.qps, 0), fixed(r.p99_us, 0),
+                        fixed(r.client_rpcs_per_write, 1), fixed(r.server_rpcs_per_write, 1),
+                        packets});
+    }
+  }
+  std::printf("coalesce (seed 002): 128 B calls, one connection, %s\n\n", o.transport.c_str());
+  t.print_markdown(std::cout);
+  std::printf(
+      "\npackets/RPC: TCP segments sent on this host (/proc/net/snmp OutSegs) per call, "
+      "both directions, ACKs included.\n");
+  return 0;
+}
+
+int run_reactors_experiment(const options& o) {
+  table t{{"server io threads", "client connections", "qps", "P50 (us)", "P99 (us)"}, {}};
+  const int max_threads = std::max(o.threads, 4);
+  for (int threads = 1; threads <= max_threads; threads *= 2) {
+    for (int conns : {16, 64, 256}) {
+      harness_config hc = base_config(o);
+      hc.server_threads = threads;
+      hc.connections = conns;
+      hc.pin = false;  // more threads than cores: let the kernel place them
+      harness h(hc);
+      cell_result r =
+          run_cell(h.clients(), {128, o.response_size, false, conns, o.warmup, o.duration}, {});
+      t.rows.push_back({std::to_string(threads), std::to_string(conns), fixed(r.qps, 0),
+                        fixed(r.p50_us, 0), fixed(r.p99_us, 0)});
+    }
+  }
+  std::printf(
+      "reactors (seed 003): 128 B calls, each client on its own connection with one call "
+      "in flight, client on 1 io thread, %u cores\n\n",
+      std::thread::hardware_concurrency());
+  t.print_markdown(std::cout);
+  return 0;
+}
+
+}  // namespace corvid::bench

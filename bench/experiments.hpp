@@ -1,0 +1,11 @@
+#pragma once
+// The seeds' other experiments, each a sub-command printing its own short table.
+#include "options.hpp"
+
+namespace corvid::bench {
+
+int run_pipeline_experiment(const options& o);  // seed 001
+int run_coalesce_experiment(const options& o);  // seed 002
+int run_reactors_experiment(const options& o);  // seed 003
+
+}  // namespace corvid::bench

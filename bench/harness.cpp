@@ -1,0 +1,91 @@
+#include "harness.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+
+#include "alloc_counter.hpp"
+#include "bench_service.hpp"
+
+namespace corvid::bench {
+namespace {
+int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+}  // namespace
+
+bool pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu % cores(), &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
+                                               bool coalesce, std::string& error) {
+  server_config cfg;
+  cfg.io_threads = static_cast<std::size_t>(threads);
+  cfg.coalesce_writes = coalesce;
+  if (listen.starts_with("unix:")) {
+    cfg.address = listen;
+  } else {
+    const auto colon = listen.rfind(':');
+    cfg.address = listen.substr(0, colon);
+    cfg.port = static_cast<std::uint16_t>(std::atoi(listen.substr(colon + 1).c_str()));
+  }
+  // Server reactors take the low cores, client reactors the high ones.
+  cfg.on_thread_start = [pin](std::size_t i) {
+    if (pin) pin_to_cpu(static_cast<int>(i));
+    track_this_thread();
+  };
+  auto server = std::make_unique<rpc_server>(cfg);
+  register_bench_service(*server);
+  if (auto ec = server->async_start()) {
+    error = ec.message();
+    return nullptr;
+  }
+  set_bench_server(server.get());
+  return server;
+}
+
+harness::harness(const harness_config& cfg) {
+  endpoint_ = cfg.connect;
+  if (endpoint_.empty()) {
+    const std::string listen =
+        cfg.transport == "uds" ? "unix:/tmp/corvid-bench-" + std::to_string(::getpid()) + ".sock"
+                               : "127.0.0.1:0";
+    std::string error;
+    server_ = start_bench_server(listen, cfg.server_threads, cfg.pin, cfg.server_coalesce, error);
+    if (!server_) throw std::runtime_error("server: " + error);
+    endpoint_ = cfg.transport == "uds" ? listen : "127.0.0.1:" + std::to_string(server_->port());
+  }
+  client_pool_ = std::make_unique<io_pool>(static_cast<std::size_t>(cfg.client_threads),
+                                           [pin = cfg.pin](std::size_t i) {
+                                             if (pin) pin_to_cpu(cores() - 1 - static_cast<int>(i));
+                                           });
+  for (int i = 0; i < cfg.connections; ++i) {
+    client_config cc;
+    cc.pool = client_pool_.get();
+    cc.coalesce_writes = cfg.client_coalesce;
+    cc.request_timeout = std::chrono::milliseconds(60000);
+    auto c = std::make_unique<rpc_client>(cc);
+    auto ec = sync_wait([&]() -> task<rpc_error> {
+      co_return co_await c->connect(endpoint_);
+    }());
+    if (ec) throw std::runtime_error("connect " + endpoint_ + ": " + ec.message());
+    client_ptrs_.push_back(c.get());
+    clients_.push_back(std::move(c));
+  }
+}
+
+harness::~harness() {
+  clients_.clear();
+  client_ptrs_.clear();
+  client_pool_.reset();
+  if (server_) {
+    set_bench_server(nullptr);
+    server_->stop();
+  }
+}
+
+}  // namespace corvid::bench

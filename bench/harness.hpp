@@ -1,0 +1,44 @@
+#pragma once
+// A server (in this process, unless connecting to another) plus connected clients on their
+// own reactor pool, with server and client reactors pinned to different cores.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <corvid/corvid.hpp>
+
+namespace corvid::bench {
+
+struct harness_config {
+  std::string transport = "tcp";  // tcp | uds (in-process server)
+  std::string connect;            // non-empty: use that server instead of starting one
+  int server_threads = 1;
+  int client_threads = 1;
+  int connections = 1;
+  bool pin = true;
+  bool server_coalesce = true;
+  bool client_coalesce = true;
+};
+
+class harness {
+ public:
+  explicit harness(const harness_config& cfg);
+  ~harness();
+  const std::vector<rpc_client*>& clients() const { return client_ptrs_; }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  std::unique_ptr<rpc_server> server_;
+  std::unique_ptr<io_pool> client_pool_;
+  std::vector<std::unique_ptr<rpc_client>> clients_;
+  std::vector<rpc_client*> client_ptrs_;
+  std::string endpoint_;
+};
+
+// Pins the calling thread to `cpu` (modulo the core count); false if that failed.
+bool pin_to_cpu(int cpu);
+// Starts a server for `corvid-bench server`, pinned like the in-process one.
+std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
+                                               bool coalesce, std::string& error);
+
+}  // namespace corvid::bench

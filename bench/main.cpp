@@ -1,0 +1,133 @@
+// corvid-bench: the benchmark grid of seed 000 and the experiments of seeds 001-003.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "experiments.hpp"
+#include "harness.hpp"
+#include "load.hpp"
+#include "options.hpp"
+#include "report.hpp"
+
+namespace corvid::bench {
+namespace {
+
+void print_machine(const options& o) {
+  std::printf(
+      "corvid-bench %s: transport %s, %d io thread(s) per side, %d connection(s), "
+      "%.1f s per cell (+%.1f s warm-up), reply %s%s, %u cores\n\n",
+      o.command.c_str(), o.transport.c_str(), o.threads, o.connections, o.duration, o.warmup,
+      o.echo ? "= payload (echo)" : format_size(o.response_size).c_str(),
+      o.pin ? ", reactors pinned" : "", std::thread::hardware_concurrency());
+}
+
+int write_outputs(const options& o, const std::vector<cell_result>& cells) {
+  if (!o.csv.empty()) {
+    std::ofstream f(o.csv);
+    write_csv(f, cells);
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    write_json(f, cells);
+  }
+  if (!o.plot.empty()) {
+    std::string error;
+    if (!write_plot(o.plot, cells, error)) {
+      std::fprintf(stderr, "plot: %s\n", error.c_str());
+      return 1;
+    }
+    std::printf("plot written to %s\n", o.plot.c_str());
+  }
+  return 0;
+}
+
+int run_grid(const options& o) {
+  harness_config hc;
+  hc.transport = o.transport;
+  hc.connect = o.connect;
+  hc.server_threads = hc.client_threads = o.threads;
+  hc.connections = o.connections;
+  hc.pin = o.pin;
+  harness h(hc);
+  print_machine(o);
+  std::vector<cell_result> cells;
+  const bool tty = ::isatty(2);
+  const std::size_t total = o.sizes.size() * o.concurrency.size();
+  std::uint64_t errors = 0;
+  for (std::size_t size : o.sizes) {
+    for (int c : o.concurrency) {
+      cell_params p{size, o.response_size, o.echo, c, o.warmup, o.duration};
+      const std::string label = format_size(size) + " c=" + std::to_string(c);
+      const std::size_t index = cells.size() + 1;
+      auto progress = [&](double qps) {
+        if (tty)
+          std::fprintf(stderr, "\r[%zu/%zu] %-12s %12.0f qps   ", index, total, label.c_str(), qps);
+      };
+      if (tty)
+        std::fprintf(stderr, "\r[%zu/%zu] %-12s warming up...      ", index, total, label.c_str());
+      std::string first_error;
+      cell_result r = run_cell(h.clients(), p, progress, &first_error);
+      r.transport = o.transport;
+      if (!first_error.empty())
+        std::fprintf(stderr, "\n%s: %s\n", label.c_str(), first_error.c_str());
+      errors += r.errors;
+      cells.push_back(r);
+    }
+  }
+  if (tty) std::fprintf(stderr, "\r%60s\r", "");
+  print_grid_table(std::cout, cells);
+  std::cout.flush();
+  const int rc = write_outputs(o, cells);
+  return errors == 0 ? rc : 1;
+}
+
+int run_server(const options& o) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::string error;
+  auto server = start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin,
+                                   true, error);
+  if (!server) {
+    std::fprintf(stderr, "corvid-bench server: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("listening on %s (port %u)\n", o.listen.c_str(), server->port());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  server->stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace corvid::bench
+
+int main(int argc, char** argv) {
+  using namespace corvid::bench;
+  const options o = parse_options(argc, argv);
+  try {
+    if (o.command == "grid") return run_grid(o);
+    if (o.command == "client") {
+      if (o.connect.empty()) {
+        std::fprintf(stderr, "corvid-bench client: --connect ADDR is required\n");
+        return 2;
+      }
+      return run_grid(o);
+    }
+    if (o.command == "server") return run_server(o);
+    if (o.command == "pipeline") return run_pipeline_experiment(o);
+    if (o.command == "coalesce") return run_coalesce_experiment(o);
+    if (o.command == "reactors") return run_reactors_experiment(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "corvid-bench: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "corvid-bench: unknown command '%s' (see --help)\n", o.command.c_str());
+  return 2;
+}

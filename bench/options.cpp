@@ -1,0 +1,122 @@
+#include "options.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
+
+namespace corvid::bench {
+namespace {
+
+constexpr const char* usage = R"(corvid-bench [command] [options]
+
+commands:
+  grid        (default) payload x concurrency grid, server and client in this process
+  server      run only the server: --listen ADDR (host:port or unix:/path)
+  client      run the grid against a running server: --connect ADDR
+  pipeline    seed 001: synchronous vs pipelined vs concurrent callers on one connection
+  coalesce    seed 002: write coalescing on vs off (RPCs per write, packets per RPC)
+  reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections
+
+options:
+  --transport tcp|uds      in-process transport (default tcp)
+  --sizes 128,4K,...       payload sizes (default 128,4K,32K,256K,1M,8M)
+  --concurrency 1,4,...    calls in flight (default 1,4,16,64,256)
+  --duration S             measured seconds per cell (default 3)
+  --warmup S               warm-up seconds per cell (default 0.5)
+  --response-size N        reply attachment bytes (default 16)
+  --echo                   reply with the request payload instead
+  --threads N              io threads per side (default 1)
+  --connections N          client connections (default 1: one multiplexed connection)
+  --no-pin                 do not pin server/client reactors to separate cores
+  --calls N                calls per mode in `pipeline` (default 20000)
+  --csv FILE --json FILE --plot FILE.png
+)";
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "corvid-bench: %s\n\n%s", why.c_str(), usage);
+  std::exit(2);
+}
+
+std::size_t parse_size(std::string_view s) {
+  std::size_t mult = 1;
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mult = 1 << 10;
+  if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mult = 1 << 20;
+  if (mult != 1) s.remove_suffix(1);
+  if (!s.empty() && (s.back() == 'B' || s.back() == 'b')) s.remove_suffix(1);
+  char* end = nullptr;
+  const std::string str(s);
+  const unsigned long long v = std::strtoull(str.c_str(), &end, 10);
+  if (str.empty() || *end != '\0') fail("bad size '" + str + "'");
+  return static_cast<std::size_t>(v) * mult;
+}
+
+template <class T, class Parse>
+std::vector<T> parse_list(const std::string& s, Parse parse) {
+  std::vector<T> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(static_cast<T>(parse(item)));
+  if (out.empty()) fail("empty list '" + s + "'");
+  return out;
+}
+
+}  // namespace
+
+options parse_options(int argc, char** argv) {
+  options o;
+  int i = 1;
+  if (i < argc && argv[i][0] != '-') o.command = argv[i++];
+  auto value = [&](const char* name) -> std::string {
+    if (i + 1 >= argc) fail(std::string(name) + " needs a value");
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    } else if (a == "--transport") {
+      o.transport = value("--transport");
+    } else if (a == "--listen") {
+      o.listen = value("--listen");
+    } else if (a == "--connect") {
+      o.connect = value("--connect");
+    } else if (a == "--sizes") {
+      o.sizes = parse_list<std::size_t>(value("--sizes"), parse_size);
+    } else if (a == "--concurrency") {
+      o.concurrency = parse_list<int>(value("--concurrency"), parse_size);
+    } else if (a == "--duration") {
+      o.duration = std::atof(value("--duration").c_str());
+    } else if (a == "--warmup") {
+      o.warmup = std::atof(value("--warmup").c_str());
+    } else if (a == "--response-size") {
+      o.response_size = parse_size(value("--response-size"));
+    } else if (a == "--echo") {
+      o.echo = true;
+    } else if (a == "--threads") {
+      o.threads = std::atoi(value("--threads").c_str());
+    } else if (a == "--connections") {
+      o.connections = std::atoi(value("--connections").c_str());
+    } else if (a == "--no-pin") {
+      o.pin = false;
+    } else if (a == "--calls") {
+      o.calls = std::atoi(value("--calls").c_str());
+    } else if (a == "--csv") {
+      o.csv = value("--csv");
+    } else if (a == "--json") {
+      o.json = value("--json");
+    } else if (a == "--plot") {
+      o.plot = value("--plot");
+    } else {
+      fail("unknown option '" + std::string(a) + "'");
+    }
+  }
+  if (o.transport != "tcp" && o.transport != "uds") fail("--transport must be tcp or uds");
+  if (o.threads < 1 || o.connections < 1 || o.duration <= 0 || o.warmup < 0) {
+    fail("--threads, --connections and --duration must be positive");
+  }
+  return o;
+}
+
+}  // namespace corvid::bench

@@ -1,0 +1,30 @@
+#pragma once
+// corvid-bench's command line.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace corvid::bench {
+
+struct options {
+  std::string command = "grid";   // grid | server | client | pipeline | coalesce | reactors
+  std::string transport = "tcp";  // tcp | uds
+  std::string listen;             // server: address to listen on
+  std::string connect;            // client: address of a running `corvid-bench server`
+  std::vector<std::size_t> sizes{128, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 8 << 20};
+  std::vector<int> concurrency{1, 4, 16, 64, 256};
+  std::size_t response_size = 16;
+  bool echo = false;
+  double duration = 3.0;  // seconds per cell
+  double warmup = 0.5;
+  int threads = 1;      // io threads per side
+  int connections = 1;  // client connections the calls are spread over
+  bool pin = true;      // pin server and client reactors to different cores
+  std::string csv, json, plot;
+  int calls = 20000;  // pipeline experiment
+};
+
+// Parses argv; on error or --help prints usage and exits.
+options parse_options(int argc, char** argv);
+
+}  // namespace corvid::bench
