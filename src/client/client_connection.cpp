@@ -125,10 +125,35 @@ void client_connection::close(std::string reason) {
   });
 }
 
-void client_connection::fail_all(rpc_error e) {
-  std::vector<call_base*> victims;
+void client_connection::finish_call(call_base* call, bool deferred) noexcept {
+  if (!deferred) call->complete();
+  call->release();
+}
+
+void client_connection::unpin(std::vector<call_base*>& pins) {
+  // Detach the list first: resuming a caller can queue and flush a new request inline,
+  // which refills `pins` while we are still walking it.
+  std::vector<call_base*> done = std::exchange(pins, {});
+  std::vector<call_base*> ready;
   {
     std::lock_guard lk(mutex_);
+    for (call_base* c : done) {
+      c->pinned = false;
+      if (c->completion_deferred) ready.push_back(c);
+    }
+  }
+  for (call_base* c : ready) c->complete();
+  for (call_base* c : done) c->release();
+  done.clear();
+  if (pins.empty()) pins.swap(done);  // keep the capacity: no allocation per write
+}
+
+void client_connection::fail_all(rpc_error e) {
+  std::vector<call_base*> victims;
+  std::vector<call_base*> never_sent;
+  {
+    std::lock_guard lk(mutex_);
+    never_sent.swap(pinned_out_);  // their bytes leave with out_ below, unwritten
     open_ = false;
     if (closed_reason_.empty()) closed_reason_ = e.message();
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
@@ -140,15 +165,24 @@ void client_connection::fail_all(rpc_error e) {
     deadline_head_ = deadline_tail_ = nullptr;
     out_.clear();
   }
+  unpin(never_sent);
   std::error_code ignored;
-  socket_.close(ignored);
+  socket_.close(ignored);  // a write in flight ends with an error; its pins release then
+  connect_timer_.cancel();
+  deadline_timer_.cancel();
+  timer_armed_for_ = std::chrono::steady_clock::time_point::max();
   read_buf_.clear();
   read_buf_.shrink_to(idle_read_buffer);
   read_room_ = 4096;
   for (call_base* c : victims) {
     c->prev = c->next = nullptr;
-    c->fail(e.code(), e.message());
-    c->release();
+    bool deferred;
+    {
+      std::lock_guard lk(mutex_);
+      deferred = c->completion_deferred = c->pinned;
+    }
+    c->set_error(e);
+    finish_call(c, deferred);
   }
 }
 
@@ -224,6 +258,7 @@ void client_connection::flush() {
     if (!writing_ && open_ && !out_.empty()) {
       if (config_.coalesce_writes) {
         std::swap(out_, sending_);
+        pinned_sending_.swap(pinned_out_);
       } else {
         // The seed-002 baseline: one request per write. Client queues hold no owned
         // segments, so the first frame is the first contiguous bytes.
@@ -253,6 +288,7 @@ void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec,
     std::lock_guard lk(mutex_);
     writing_ = false;
   }
+  unpin(pinned_sending_);  // borrowed bytes are no longer referenced
   if (ec && epoch == epoch_) {
     fail_all({rpc_errc::connection_closed, "write failed: " + ec.message()});
     return;
@@ -289,7 +325,9 @@ void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, 
   dispatching_ = false;
   if (!ok) return;
   flush();
-  if (read_buf_.empty()) read_buf_.shrink_to(max_read_room);  // only big one-off frames
+  // Shrink a buffer grown for big replies once a batch held none (see the server).
+  if (read_buf_.empty() && largest_reply_ <= max_read_room) read_buf_.shrink_to(max_read_room);
+  largest_reply_ = 0;
   start_reading(epoch);
 }
 
@@ -323,16 +361,18 @@ bool client_connection::process_frames() {
     // Counted before the caller resumes, so a caller that reads stats() sees its reply.
     stats_.on_frames_received(1);
     call_base* call;
+    bool deferred = false;
     {
       std::lock_guard lk(mutex_);
       call = take_call(h.request_id);
+      if (call != nullptr) deferred = call->completion_deferred = call->pinned;
     }
     if (call != nullptr) {  // else: a late reply to a call that already timed out
       call->set_reply(h.status, std::string_view(body, h.body_length),
                       std::string_view(body + h.body_length, h.attachment_length));
-      call->complete();  // may resume the caller right here, on this reactor
-      call->release();
+      finish_call(call, deferred);  // may resume the caller right here, on this reactor
     }
+    largest_reply_ = std::max(largest_reply_, h.frame_size());
     read_buf_.consume(h.frame_size());
   }
   return true;
@@ -356,17 +396,19 @@ void client_connection::rearm_timer() {
 
 void client_connection::on_timer() {
   timer_armed_for_ = std::chrono::steady_clock::time_point::max();
-  std::vector<call_base*> expired;
+  std::vector<std::pair<call_base*, bool>> expired;
   {
     std::lock_guard lk(mutex_);
     const auto now = std::chrono::steady_clock::now();
     while (deadline_head_ != nullptr && deadline_head_->deadline <= now) {
-      expired.push_back(take_call(deadline_head_->id));
+      call_base* c = take_call(deadline_head_->id);
+      c->completion_deferred = c->pinned;
+      expired.emplace_back(c, c->pinned);
     }
   }
-  for (call_base* c : expired) {
-    c->fail(rpc_errc::timeout, "no reply before the call's deadline");
-    c->release();
+  for (auto [c, deferred] : expired) {
+    c->set_error({rpc_errc::timeout, "no reply before the call's deadline"});
+    finish_call(c, deferred);
   }
   rearm_timer();
 }

@@ -1,5 +1,6 @@
 #include "server_connection.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <asio/write.hpp>
@@ -67,6 +68,7 @@ bool server_connection::process_frames() {
   dispatching_ = true;
   bool ok = true;
   std::uint64_t frames = 0;
+  std::size_t largest = 0;
   while (read_buf_.size() >= protocol::header_size) {
     protocol::frame_header h;
     auto herr = protocol::decode_header(read_buf_.data(), h, core_.config.max_frame_size);
@@ -92,13 +94,16 @@ bool server_connection::process_frames() {
     dispatch(h, read_buf_.data() + protocol::header_size);
     read_buf_.consume(h.frame_size());
     ++frames;
+    largest = std::max(largest, h.frame_size());
   }
   dispatching_ = false;
   core_.stats.on_frames_received(frames);
-  // A buffer grown for one big frame goes back to the system once it is drained; smaller
-  // growth is kept, or a busy connection would reallocate on every read.
-  if (read_buf_.empty())
+  // A buffer grown for big frames goes back to the system once a drained batch held none:
+  // while big frames keep coming it stays, so each is read straight into it without
+  // reallocating (and re-faulting megabytes of fresh pages) per frame.
+  if (read_buf_.empty() && largest <= max_read_room) {
     read_buf_.shrink_to(std::max(core_.config.read_buffer_size, max_read_room));
+  }
   return ok;
 }
 

@@ -64,6 +64,10 @@ class call_base : public pooled {
   call_base* prev = nullptr;  // deadline list
   call_base* next = nullptr;
   bool timed = false;
+  // The request's attachment is borrowed caller memory still queued or being written: the
+  // caller must not resume (and perhaps free it) before the write is done.
+  bool pinned = false;
+  bool completion_deferred = false;  // a result arrived while pinned
 
  private:
   static void* done_marker() noexcept { return reinterpret_cast<void*>(1); }

@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 
 #include "corvid/protocol/frame_header.hpp"
@@ -19,6 +20,9 @@ struct client_config {
   // Requests queued while a write is in flight leave together in one gather write.
   // Off = one request per write syscall (for the seed-002 comparison).
   bool coalesce_writes = true;
+  // Request attachments at least this large are written from the caller's memory instead of
+  // being copied (0 = always copy). The call then completes only after its bytes are written.
+  std::size_t zero_copy_threshold = 64 * 1024;
 };
 
 }  // namespace corvid

@@ -71,7 +71,15 @@ class client_connection : public std::enable_shared_from_this<client_connection>
       call->release();
       return;
     }
-    out_.append(attachment);
+    if (attachment.size() >= config_.zero_copy_threshold && config_.zero_copy_threshold > 0 &&
+        config_.coalesce_writes) {
+      out_.append_borrowed(attachment);
+      call->pinned = true;
+      call->add_ref();  // the pin's own reference, dropped when the write is done
+      pinned_out_.push_back(call);
+    } else {
+      out_.append(attachment);
+    }
     register_call(call, timeout);
     protocol::frame_header h;
     h.type = protocol::msg_type::request;
@@ -104,6 +112,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void on_timer();
   // Reactor thread: closes the socket and fails every pending call with `e`.
   void fail_all(rpc_error e);
+  // Writes done (or abandoned): lets the calls in `pins` complete.
+  void unpin(std::vector<call_base*>& pins);
+  // After a call's result is stored: resume its caller, unless `deferred` (pinned).
+  static void finish_call(call_base* call, bool deferred) noexcept;
 
   asio::io_context& reactor_;
   const client_config config_;
@@ -122,6 +134,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   stats_counters stats_;
   bool dispatching_ = false;
   std::size_t read_room_ = 4096;
+  std::size_t largest_reply_ = 0;  // in the current read batch
 
   // Shared state, under mutex_.
   mutable std::mutex mutex_;
@@ -130,6 +143,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   bool flush_scheduled_ = false;
   std::string closed_reason_;
   outbound_queue out_;
+  std::vector<call_base*> pinned_out_;      // calls with borrowed bytes in out_
+  std::vector<call_base*> pinned_sending_;  // ... in sending_ (swapped with out_ under mutex_)
   struct slot {
     call_base* call = nullptr;
     std::uint32_t generation = 1;

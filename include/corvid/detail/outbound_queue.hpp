@@ -1,7 +1,8 @@
 #pragma once
 // Frames waiting to be written. Small data is appended into one contiguous buffer; large
-// owned payloads (a moved std::string attachment) ride along as their own segment, so a
-// gather write sends everything queued in one syscall without copying big payloads.
+// payloads ride along as their own segment, owned (a moved std::string attachment) or
+// borrowed (caller memory that outlives the write), so a gather write sends everything
+// queued in one syscall without copying big payloads.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -32,6 +33,13 @@ class outbound_queue {
     owned_.push_back(std::move(s));
     segments_.push_back({npos, owned_.size() - 1});
   }
+  // Queues caller memory without copying it: it must stay valid until the write is done.
+  void append_borrowed(std::string_view s) {
+    if (s.empty()) return;
+    total_ += s.size();
+    borrowed_.push_back(s);
+    segments_.push_back({borrowed_marker, borrowed_.size() - 1});
+  }
   // Offset of the next byte in the contiguous buffer, for patching headers later.
   std::size_t mark() const noexcept { return bytes_.size(); }
   char* at(std::size_t offset) noexcept { return bytes_.data() + offset; }
@@ -39,7 +47,7 @@ class outbound_queue {
   void rollback(std::size_t offset) noexcept {
     total_ -= bytes_.size() - offset;
     bytes_.truncate(offset);
-    if (!segments_.empty() && segments_.back().first != npos) {
+    if (!segments_.empty() && segments_.back().first < borrowed_marker) {
       segments_.back().second = offset;
       if (segments_.back().second == segments_.back().first) segments_.pop_back();
     }
@@ -68,6 +76,8 @@ class outbound_queue {
     for (const auto& [first, second] : segments_) {
       if (first == npos) {
         iov_.emplace_back(owned_[second].data(), owned_[second].size());
+      } else if (first == borrowed_marker) {
+        iov_.emplace_back(borrowed_[second].data(), borrowed_[second].size());
       } else {
         iov_.emplace_back(bytes_.data() + first, second - first);
       }
@@ -80,6 +90,7 @@ class outbound_queue {
     bytes_.clear();
     bytes_.shrink_to(keep_capacity);
     owned_.clear();
+    borrowed_.clear();
     segments_.clear();
     total_ = 0;
     frames_ = 0;
@@ -87,10 +98,11 @@ class outbound_queue {
 
  private:
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-  // Extends the last contiguous segment, or opens one after an owned segment.
+  static constexpr std::size_t borrowed_marker = npos - 1;
+  // Extends the last contiguous segment, or opens one after an owned or borrowed segment.
   void note_bytes(std::size_t n) {
     total_ += n;
-    if (segments_.empty() || segments_.back().first == npos) {
+    if (segments_.empty() || segments_.back().first >= borrowed_marker) {
       segments_.push_back({bytes_.size() - n, bytes_.size()});
     } else {
       segments_.back().second = bytes_.size();
@@ -99,7 +111,9 @@ class outbound_queue {
 
   byte_buffer bytes_;
   std::vector<std::string> owned_;
-  // {begin, end} offsets into bytes_, or {npos, index into owned_}.
+  std::vector<std::string_view> borrowed_;
+  // {begin, end} offsets into bytes_, {npos, index into owned_} or
+  // {borrowed_marker, index into borrowed_}.
   std::vector<std::pair<std::size_t, std::size_t>> segments_;
   std::vector<asio::const_buffer> iov_;
   std::size_t total_ = 0;
