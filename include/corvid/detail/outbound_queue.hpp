@@ -84,11 +84,13 @@ class outbound_queue {
     }
     return iov_;
   }
-  // Empties the queue, keeping the contiguous buffer's capacity for reuse. A buffer that
-  // grew past `keep_capacity` (one huge frame) goes back to the system.
+  // Empties the queue, keeping the contiguous buffer's capacity for reuse. A buffer grown
+  // past `keep_capacity` goes back to the system once a batch no longer needs it: shrinking
+  // after every big batch would reallocate (and page-fault) megabytes per write.
   void clear(std::size_t keep_capacity = 1 << 20) noexcept {
+    const bool small_batch = bytes_.size() <= keep_capacity;
     bytes_.clear();
-    bytes_.shrink_to(keep_capacity);
+    if (small_batch) bytes_.shrink_to(keep_capacity);
     owned_.clear();
     borrowed_.clear();
     segments_.clear();
