@@ -102,7 +102,7 @@ int run_pipeline_experiment(const options& o) {
             std::lock_guard lk(wt.m);
             wt.cv.notify_all();
           }
-        }(c, n / callers, payload, total, left, w);
+        }(c, n / callers + (k < n % callers ? 1 : 0), payload, total, left, w);
       }
       std::unique_lock lk(w.m);
       w.cv.wait(lk, [&] { return left.load() == 0; });
