@@ -127,7 +127,7 @@ int run_coalesce_experiment(const options& o) {
     for (int c : o.concurrency) {
       const long long seg0 = tcp_segments_sent();
       cell_result r =
-          run_cell(h.clients(), {128, o.response_size, false, c, o.warmup, o.duration}, {});
+          run_cell({h.clients()}, {128, o.response_size, false, c, o.warmup, o.duration}, {});
       const long long seg1 = tcp_segments_sent();
       // Segments over warm-up + measurement, per call over the same span (estimated from qps).
       const double calls = r.qps * (o.warmup + o.duration);
@@ -158,7 +158,7 @@ int run_reactors_experiment(const options& o) {
       hc.pin = false;  // more threads than cores: let the kernel place them
       harness h(hc);
       cell_result r =
-          run_cell(h.clients(), {128, o.response_size, false, conns, o.warmup, o.duration}, {});
+          run_cell({h.clients()}, {128, o.response_size, false, conns, o.warmup, o.duration}, {});
       t.rows.push_back({std::to_string(threads), std::to_string(conns), fixed(r.qps, 0),
                         fixed(r.p50_us, 0), fixed(r.p99_us, 0)});
     }

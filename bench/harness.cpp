@@ -63,6 +63,14 @@ harness::harness(const harness_config& cfg) {
                                            [pin = cfg.pin](std::size_t i) {
                                              if (pin) pin_to_cpu(cores() - 1 - static_cast<int>(i));
                                            });
+  if (cfg.pool > 0) {
+    pool_config pc;
+    pc.max_connections = static_cast<std::size_t>(cfg.pool);
+    pc.client.pool = client_pool_.get();
+    pc.client.request_timeout = std::chrono::milliseconds(60000);
+    pool_ = client_pool::create(endpoint_, pc);
+    return;
+  }
   for (int i = 0; i < cfg.connections; ++i) {
     client_config cc;
     cc.pool = client_pool_.get();
@@ -79,6 +87,7 @@ harness::harness(const harness_config& cfg) {
 }
 
 harness::~harness() {
+  pool_.reset();
   clients_.clear();
   client_ptrs_.clear();
   client_pool_.reset();

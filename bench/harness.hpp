@@ -15,6 +15,7 @@ struct harness_config {
   int server_threads = 1;
   int client_threads = 1;
   int connections = 1;
+  int pool = 0;  // > 0: a client_pool of up to this many connections instead of `connections`
   bool pin = true;
   bool server_coalesce = true;
   bool client_coalesce = true;
@@ -25,6 +26,7 @@ class harness {
   explicit harness(const harness_config& cfg);
   ~harness();
   const std::vector<rpc_client*>& clients() const { return client_ptrs_; }
+  client_pool* pool() const { return pool_.get(); }
   const std::string& endpoint() const { return endpoint_; }
 
  private:
@@ -32,6 +34,7 @@ class harness {
   std::unique_ptr<io_pool> client_pool_;
   std::vector<std::unique_ptr<rpc_client>> clients_;
   std::vector<rpc_client*> client_ptrs_;
+  std::shared_ptr<client_pool> pool_;
   std::string endpoint_;
 };
 

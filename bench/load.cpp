@@ -34,13 +34,14 @@ struct shared_state {
   int running = 0;
 };
 
-task<void> worker(rpc_client& client, lane& l, shared_state& st, std::string_view payload,
-                  const cell_params& p) {
+task<void> worker(rpc_client* client, client_pool* pool, lane& l, shared_state& st,
+                  std::string_view payload, const cell_params& p) {
   const call_options opts{std::chrono::milliseconds(60000), payload};
   const auto response = static_cast<std::uint32_t>(p.response_size);
   while (st.phase.load(std::memory_order_relaxed) != stop) {
     const auto t0 = clock::now();
-    auto r = co_await client.call_with<bench_call>(opts, response, p.echo);
+    auto r = pool != nullptr ? co_await pool->call_with<bench_call>(opts, response, p.echo)
+                             : co_await client->call_with<bench_call>(opts, response, p.echo);
     const auto t1 = clock::now();
     if (st.phase.load(std::memory_order_relaxed) != measure) continue;
     if (r) {
@@ -52,9 +53,9 @@ task<void> worker(rpc_client& client, lane& l, shared_state& st, std::string_vie
   }
 }
 
-detail::detached drive(rpc_client& client, lane& l, shared_state& st, std::string_view payload,
-                       const cell_params& p) {
-  co_await worker(client, l, st, payload, p);
+detail::detached drive(rpc_client* client, client_pool* pool, lane& l, shared_state& st,
+                       std::string_view payload, const cell_params& p) {
+  co_await worker(client, pool, l, st, payload, p);
   std::lock_guard lk(st.m);
   if (--st.running == 0) st.cv.notify_all();
 }
@@ -64,15 +65,16 @@ struct snapshot {
   server_counters server;
 };
 
-snapshot take_snapshot(const std::vector<rpc_client*>& clients) {
+snapshot take_snapshot(const load_target& target) {
   snapshot s;
-  for (rpc_client* c : clients) {
+  for (rpc_client* c : target.clients) {
     auto t = c->stats();
     s.client.frames_sent += t.frames_sent;
     s.client.write_syscalls += t.write_syscalls;
   }
   auto r = sync_wait([&]() -> task<expected<server_counters, rpc_error>> {
-    co_return co_await clients[0]->call<bench_stats>();
+    if (target.pool != nullptr) co_return co_await target.pool->call<bench_stats>();
+    co_return co_await target.clients[0]->call<bench_stats>();
   }());
   if (r) s.server = *r;
   return s;
@@ -105,25 +107,27 @@ void sleep_with_progress(double seconds, const std::vector<std::unique_ptr<lane>
 
 }  // namespace
 
-cell_result run_cell(const std::vector<rpc_client*>& clients, const cell_params& p,
+cell_result run_cell(const load_target& target, const cell_params& p,
                      const progress_fn& progress, std::string* first_error) {
+  const auto& clients = target.clients;
+  const std::size_t lane_count = target.pool != nullptr ? 1 : clients.size();
   const std::string payload(p.payload, 'p');
   shared_state st;
   std::vector<std::unique_ptr<lane>> lanes;
-  for (std::size_t i = 0; i < clients.size(); ++i) lanes.push_back(std::make_unique<lane>());
+  for (std::size_t i = 0; i < lane_count; ++i) lanes.push_back(std::make_unique<lane>());
   st.running = p.concurrency;
   for (int i = 0; i < p.concurrency; ++i) {
-    const std::size_t k = static_cast<std::size_t>(i) % clients.size();
-    drive(*clients[k], *lanes[k], st, payload, p);
+    const std::size_t k = static_cast<std::size_t>(i) % lane_count;
+    drive(target.pool != nullptr ? nullptr : clients[k], target.pool, *lanes[k], st, payload, p);
   }
   sleep_with_progress(p.warmup_seconds, lanes, {});
-  const snapshot before = take_snapshot(clients);
+  const snapshot before = take_snapshot(target);
   const auto t0 = clock::now();
   st.phase.store(measure);
   sleep_with_progress(p.duration_seconds, lanes, progress);
   st.phase.store(stop);
   const auto t1 = clock::now();
-  const snapshot after = take_snapshot(clients);
+  const snapshot after = take_snapshot(target);
   {
     std::unique_lock lk(st.m);
     st.cv.wait(lk, [&] { return st.running == 0; });
@@ -141,7 +145,8 @@ cell_result run_cell(const std::vector<rpc_client*>& clients, const cell_params&
   r.response_size = p.echo ? p.payload : p.response_size;
   r.echo = p.echo;
   r.concurrency = p.concurrency;
-  r.connections = static_cast<int>(clients.size());
+  r.connections = static_cast<int>(target.pool != nullptr ? target.pool->stats().connections
+                                                          : clients.size());
   r.seconds = std::chrono::duration<double>(t1 - t0).count();
   r.qps = static_cast<double>(r.calls) / r.seconds;
   r.gbps = r.qps * static_cast<double>(p.payload) * 8 / 1e9;
@@ -149,8 +154,10 @@ cell_result run_cell(const std::vector<rpc_client*>& clients, const cell_params&
   r.p90_us = static_cast<double>(all.percentile(90)) / 1e3;
   r.p99_us = static_cast<double>(all.percentile(99)) / 1e3;
   r.p999_us = static_cast<double>(all.percentile(99.9)) / 1e3;
-  r.client_rpcs_per_write = ratio(after.client.frames_sent - before.client.frames_sent,
-                                  after.client.write_syscalls - before.client.write_syscalls);
+  r.client_rpcs_per_write =
+      target.pool != nullptr ? -1.0
+                             : ratio(after.client.frames_sent - before.client.frames_sent,
+                                     after.client.write_syscalls - before.client.write_syscalls);
   const auto& sa = after.server.transport;
   const auto& sb = before.server.transport;
   r.server_rpcs_per_write =

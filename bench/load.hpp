@@ -23,9 +23,16 @@ struct cell_params {
 // Called about twice a second while a cell runs, with the current qps.
 using progress_fn = std::function<void(double qps)>;
 
-// `clients` must be connected; workers are spread over them round-robin. The first call
-// error, if any, goes to `first_error`.
-cell_result run_cell(const std::vector<rpc_client*>& clients, const cell_params& p,
+// Where the calls go: connected clients (workers spread round-robin), or a pool.
+struct load_target {
+  std::vector<rpc_client*> clients;
+  client_pool* pool = nullptr;  // if set, every call goes through it (clients unused)
+};
+
+// Runs one cell against `target`. The first call error, if any, goes to `first_error`.
+// With a pool, all its connections must run on one reactor thread (latency histograms are
+// per thread), and the client's RPCs per write is not measured.
+cell_result run_cell(const load_target& target, const cell_params& p,
                      const progress_fn& progress, std::string* first_error = nullptr);
 
 // TCP segments this host has sent so far (/proc/net/snmp OutSegs), or -1 if unreadable. On

@@ -50,6 +50,7 @@ int run_grid(const options& o) {
   hc.connect = o.connect;
   hc.server_threads = hc.client_threads = o.threads;
   hc.connections = o.connections;
+  hc.pool = o.pool;
   hc.pin = o.pin;
   harness h(hc);
   print_machine(o);
@@ -69,7 +70,7 @@ int run_grid(const options& o) {
       if (tty)
         std::fprintf(stderr, "\r[%zu/%zu] %-12s warming up...      ", index, total, label.c_str());
       std::string first_error;
-      cell_result r = run_cell(h.clients(), p, progress, &first_error);
+      cell_result r = run_cell({h.clients(), h.pool()}, p, progress, &first_error);
       r.transport = o.transport;
       if (!first_error.empty())
         std::fprintf(stderr, "\n%s: %s\n", label.c_str(), first_error.c_str());

@@ -28,6 +28,7 @@ options:
   --echo                   reply with the request payload instead
   --threads N              io threads per side (default 1)
   --connections N          client connections (default 1: one multiplexed connection)
+  --pool N                 send calls through a client_pool of up to N connections
   --no-pin                 do not pin server/client reactors to separate cores
   --calls N                calls per mode in `pipeline` (default 20000)
   --csv FILE --json FILE --plot FILE.png
@@ -98,6 +99,8 @@ options parse_options(int argc, char** argv) {
       o.threads = std::atoi(value("--threads").c_str());
     } else if (a == "--connections") {
       o.connections = std::atoi(value("--connections").c_str());
+    } else if (a == "--pool") {
+      o.pool = std::atoi(value("--pool").c_str());
     } else if (a == "--no-pin") {
       o.pin = false;
     } else if (a == "--calls") {

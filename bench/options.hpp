@@ -19,6 +19,7 @@ struct options {
   double warmup = 0.5;
   int threads = 1;      // io threads per side
   int connections = 1;  // client connections the calls are spread over
+  int pool = 0;         // > 0: calls go through a client_pool of up to this many connections
   bool pin = true;      // pin server and client reactors to different cores
   std::string csv, json, plot;
   int calls = 20000;  // pipeline experiment

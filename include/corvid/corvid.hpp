@@ -2,6 +2,8 @@
 // corvid: C++20 coroutine RPC. One include for everything a user needs.
 #include "corvid/client/async_reply.hpp"
 #include "corvid/client/client_config.hpp"
+#include "corvid/client/client_pool.hpp"
+#include "corvid/client/pool_config.hpp"
 #include "corvid/client/rpc_client.hpp"
 #include "corvid/codec/codec.hpp"
 #include "corvid/error.hpp"

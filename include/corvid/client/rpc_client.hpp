@@ -71,6 +71,8 @@ class rpc_client {
   connect_awaiter connect(std::string_view endpoint);
   void close();
   bool is_connected() const { return conn_->is_open(); }
+  // Calls queued or sent on this connection that have not ended yet.
+  std::size_t pending_calls() const { return conn_->pending_calls(); }
   // Frames, syscalls and bytes on this client's connection (across reconnects).
   transport_stats stats() const noexcept { return conn_->stats(); }
   const client_config& config() const noexcept { return config_; }

@@ -33,6 +33,11 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // ignored), replacing any current socket, whose calls fail. `done` runs on the reactor.
   void connect(std::string host, std::string port, std::function<void(rpc_error)> done);
   transport_stats stats() const noexcept { return stats_.snapshot(); }
+  // Calls sent or queued and not yet ended.
+  std::size_t pending_calls() const {
+    std::lock_guard lk(mutex_);
+    return slots_.size() - free_slots_.size();
+  }
   // Fails every pending call with connection_closed and closes the socket. Any thread.
   void close(std::string reason);
   bool is_open() const;

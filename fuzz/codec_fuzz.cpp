@@ -1,0 +1,163 @@
+// Fuzzes corvid::codec's decoder, which parses every argument a server receives and every
+// result a client receives. Byte 0 picks a type from a representative set, the rest is decoded
+// as that type. For every value the decoder accepts:
+//   * encoded_size(value) == bytes consumed, and encode(value) writes exactly that many bytes;
+//   * for types whose encoding is canonical (docs/codec.md: no type has two encodings except
+//     maps/sets, whose decoder accepts keys in any order) the re-encoding is the input prefix,
+//     byte for byte — e.g. a non-minimal varint must have been rejected;
+//   * the re-encoding decodes again, to an equal value, and encodes to the same bytes;
+//   * decode() (whole input) agrees with decode_from() (prefix) on the result;
+//   * decoding over an object that already holds another value (left by a decode of other,
+//     fuzzer-chosen bytes, possibly a failed one) gives the same value: decode overwrites.
+// ASan/UBSan catch any out-of-bounds read, bad bool/enum load or overflow on the way.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "corvid/codec/codec.hpp"
+
+namespace {
+
+namespace codec = corvid::codec;
+
+enum class color : std::uint8_t { red = 1, green = 2 };
+enum class toggle : bool { off, on };  // validated like bool
+
+struct leaf {
+  std::uint32_t id;
+  std::string name;
+  std::vector<std::int16_t> values;
+  std::optional<std::string> note;
+  color c;
+  bool operator==(const leaf&) const = default;
+};
+struct rgb {  // bulk: memcpy'd as a whole, also inside vectors
+  std::uint8_t r, g, b;
+  bool operator==(const rgb&) const = default;
+};
+struct padded {  // not bulk (padding after `tag`): field by field
+  std::uint8_t tag;
+  std::uint64_t value;
+  bool operator==(const padded&) const = default;
+};
+// Canonical nested aggregate: no maps or sets inside.
+struct message {
+  leaf head;
+  std::vector<leaf> items;
+  std::variant<std::monostate, std::int32_t, std::string, leaf> choice;
+  std::optional<std::vector<std::string>> tags;
+  std::tuple<bool, toggle, std::vector<bool>> flags;
+  std::vector<rgb> pixels;
+  std::array<padded, 2> pair;
+  bool operator==(const message&) const = default;
+};
+// Nested aggregate with maps and sets (keys may arrive in any order: not canonical).
+struct registry {
+  std::map<std::string, leaf> by_name;
+  std::set<std::uint16_t> ids;
+  std::vector<std::map<std::int32_t, std::optional<std::string>>> shards;
+  std::optional<std::variant<std::set<std::string>, std::vector<std::uint64_t>>> extra;
+  bool operator==(const registry&) const = default;
+};
+// Floats: compared by re-encoding (NaN != NaN), which is bit-exact per docs/codec.md.
+struct sample {
+  float f;
+  double d;
+  std::vector<double> series;
+  std::optional<std::variant<float, std::string>> label;
+};
+
+void check(bool ok) {
+  if (!ok) std::abort();  // libFuzzer records the input and the stack
+}
+
+template <class T>
+std::string encode_to_string(const T& value) {
+  std::string out;
+  codec::string_sink sink(out);
+  codec::encode(sink, value);
+  return out;
+}
+
+// How the re-encoding of an accepted value relates to the input.
+enum class order {
+  canonical,    // byte for byte the input prefix
+  sorted_keys,  // std::map/std::set inside: same size; re-encoding is sorted, so stable
+  any_order,    // std::unordered_*: same size; iteration order may differ between copies
+};
+enum class equality { operator_eq, by_encoding };
+
+template <class T, order Order = order::canonical, equality Eq = equality::operator_eq>
+void run(std::string_view input) {
+  codec::reader r(input);
+  T value{};
+  const codec::decode_errc ec = codec::decode_from(r, value);
+  T whole{};
+  const codec::decode_errc whole_ec = codec::decode(input, whole);
+  if (ec != codec::decode_errc::ok) {
+    check(whole_ec == ec);
+    return;  // malformed: nothing more to check
+  }
+  const std::size_t consumed = input.size() - r.remaining();
+  check(whole_ec == (r.empty() ? codec::decode_errc::ok : codec::decode_errc::trailing_bytes));
+
+  check(codec::encoded_size(value) == consumed);
+  const std::string encoded = encode_to_string(value);
+  check(encoded.size() == consumed);
+  if constexpr (Order == order::canonical) check(encoded == input.substr(0, consumed));
+
+  // Decode the re-encoding into an object that holds whatever decoding the rest of the input
+  // left behind (a different value, or a half-decoded one after an error).
+  T again{};
+  (void)codec::decode(input.substr(consumed), again);
+  check(codec::decode(encoded, again) == codec::decode_errc::ok);
+  static_assert(Eq == equality::operator_eq || Order != order::any_order);
+  if constexpr (Eq == equality::operator_eq) check(again == value);
+  if constexpr (Order != order::any_order) check(encode_to_string(again) == encoded);
+  check(codec::encoded_size(again) == consumed);
+
+  // View types decode the same bytes into their owning form (what a client receives).
+  if constexpr (!std::is_same_v<codec::owning_t<T>, T>) {
+    codec::owning_t<T> owned{};
+    check(codec::decode(encoded, owned) == codec::decode_errc::ok);
+    check(encode_to_string(owned) == encoded);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return -1;
+  const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  using any = std::variant<std::monostate, std::int64_t, std::string, std::vector<bool>>;
+  switch (data[0] % 16) {
+    case 0: run<message>(input); break;
+    case 1: run<registry, order::sorted_keys>(input); break;
+    case 2: run<std::string_view>(input); break;
+    case 3: run<std::vector<std::string>>(input); break;
+    case 4: run<std::map<int, std::vector<std::uint8_t>>, order::sorted_keys>(input); break;
+    case 5: run<std::optional<any>>(input); break;
+    case 6: run<std::tuple<std::uint8_t, std::string, bool, std::optional<std::int32_t>>>(input); break;
+    case 7: run<std::array<std::uint16_t, 4>>(input); break;
+    case 8: run<std::array<std::optional<std::string>, 3>>(input); break;
+    case 9: run<sample, order::canonical, equality::by_encoding>(input); break;
+    case 10: run<std::pair<std::string_view, std::span<const std::byte>>, order::canonical, equality::by_encoding>(input); break;
+    case 11: run<std::unordered_map<std::string, std::int32_t>, order::any_order>(input); break;
+    case 12: run<std::vector<std::variant<bool, color, std::string_view>>>(input); break;
+    case 13: run<std::vector<leaf>>(input); break;
+    case 14: run<std::tuple<std::vector<rgb>, std::vector<padded>, std::set<std::string>>, order::sorted_keys>(input); break;
+    case 15: run<std::vector<std::vector<std::tuple<std::string, toggle>>>>(input); break;
+  }
+  return 0;
+}

@@ -1,0 +1,301 @@
+// Fuzzes a live corvid::rpc_server with arbitrary client byte streams over loopback: the
+// server's framing (partial headers, partial bodies, pipelined frames, lengths at and over the
+// limit), dispatch, argument decoding, coroutine handlers that outlive the read buffer, handler
+// exceptions, and half-close handling. One server runs for the whole session (started in
+// LLVMFuzzerInitialize, 1 reactor thread, a small frame limit so over-limit lengths are cheap).
+//
+// Per input: connect, write the stream (split in two writes at a fuzzer-chosen point, maybe
+// with a pause between, so the server sees the bytes in different read batches), shut down the
+// write side, and read until EOF. Checked:
+//   * the server closes the connection within 2 s of our EOF (a hang there is a bug: abort);
+//   * what it sent is a sequence of complete, valid response frames (a v1 header, type 2,
+//     function id 0, a known status, and for an error a body that is exactly one string);
+//   * it answers exactly the requests a v1 receiver must answer (docs/protocol.md): every
+//     complete request frame before the first bad header, by request id, and then one error
+//     frame for that header (its id for too_large, 0 otherwise); nothing for a partial frame;
+//   * every 64 inputs, a separate long-lived rpc_client's call still succeeds and the server
+//     has no connection left but that client's (abort otherwise).
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "corvid/client/rpc_client.hpp"
+#include "corvid/codec/codec.hpp"
+#include "corvid/protocol/frame_header.hpp"
+#include "corvid/runtime/sleep.hpp"
+#include "corvid/server/request_context.hpp"
+#include "corvid/server/rpc_server.hpp"
+#include "corvid/sync_wait.hpp"
+#include "corvid/task.hpp"
+
+// The handlers. Global and in `ns`, like docs/protocol.md's examples, so the doc's request
+// vectors (echo, store, ns::calc::add / div) are valid seeds with the same function ids.
+std::string_view echo(std::string_view s) { return s; }
+void store(corvid::request_context& ctx, std::string key) {
+  // Echo the attachment back (owned or viewed, by key length) to reach both reply paths.
+  if (key.size() % 2 == 0) {
+    ctx.set_response_attachment(std::string(ctx.request_attachment()));
+  } else {
+    ctx.set_response_attachment(ctx.request_attachment());
+  }
+}
+// A coroutine handler: its request bytes must outlive the read buffer across the sleep.
+corvid::task<std::vector<std::string>> split(std::string_view s, std::uint8_t delay_ms) {
+  co_await corvid::sleep_for(std::chrono::milliseconds(delay_ms % 4));
+  std::vector<std::string> parts(1);
+  for (char c : s) {
+    if (c == ',') {
+      parts.emplace_back();
+    } else {
+      parts.back() += c;
+    }
+  }
+  co_return parts;
+}
+corvid::task<void> throws_later(std::uint8_t delay_ms) {
+  co_await corvid::sleep_for(std::chrono::milliseconds(delay_ms % 4));
+  throw std::runtime_error("coroutine handler failed");
+}
+namespace ns {
+struct calc {
+  // Wrapping arithmetic: the inputs are the fuzzer's, and signed overflow would be our UB.
+  int add(int a, int b) const {
+    return static_cast<int>(static_cast<unsigned>(a) + static_cast<unsigned>(b));
+  }
+  int div(int a, int b) const {
+    if (b == 0) throw std::domain_error("division by zero");
+    if (b == -1) return static_cast<int>(0u - static_cast<unsigned>(a));
+    return a / b;
+  }
+};
+}  // namespace ns
+
+namespace {
+
+namespace protocol = corvid::protocol;
+using corvid::rpc_errc;
+
+constexpr std::uint32_t max_frame = 1u << 20;  // the server's limit: body + attachment
+constexpr int io_timeout_s = 2;
+constexpr unsigned health_every = 64;
+
+ns::calc calculator;
+corvid::rpc_server* server = nullptr;
+corvid::rpc_client* health_client = nullptr;
+
+void die(const char* what) {
+  std::fprintf(stderr, "server_stream_fuzz: %s\n", what);
+  std::abort();  // libFuzzer records the input and the stack
+}
+void check(bool ok, const char* what) {
+  if (!ok) die(what);
+}
+
+corvid::task<corvid::rpc_error> connect_client(corvid::rpc_client& c, std::string ep) {
+  co_return co_await c.connect(ep);
+}
+corvid::task<bool> echo_ok(corvid::rpc_client& c) {
+  auto r = co_await c.call_for<echo>(std::chrono::seconds(5), std::string_view("ping"));
+  co_return r.has_value() && *r == "ping";
+}
+
+void health_check() {
+  check(corvid::sync_wait(echo_ok(*health_client)), "health check: echo call failed");
+  // Every fuzz connection must have been closed (and forgotten) by now.
+  for (int i = 0; server->connection_count() != 1; ++i) {
+    check(i < 200, "health check: the server still holds fuzz connections");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+int connect_raw() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  check(fd >= 0, "socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server->port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  check(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0, "connect() failed");
+  timeval tv{io_timeout_s, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// False if the server closed its side early (it may, after a framing error).
+bool send_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) die("send blocked for 2 s");
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Everything the server sends until it closes. `reset` is set when the close was a reset:
+// a server that closes with our bytes still unread in its socket (after a framing error) makes
+// the kernel send RST, which may discard replies not yet read here.
+std::string read_to_eof(int fd, bool& reset) {
+  std::string got;
+  char buf[16384];
+  reset = false;
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      got.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == 0) return got;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) die("no EOF from the server within 2 s");
+    reset = true;
+    return got;
+  }
+}
+
+// The replies a v1 server owes for `stream`: request id -> count, in the model of
+// docs/protocol.md ("A receiver validates the header in wire order ...").
+struct expectation {
+  std::map<std::uint64_t, int> ids;
+  bool error_frame = false;  // one framing error at the end, with `error_id` and `error_status`
+  std::uint64_t error_id = 0;
+  rpc_errc error_status = rpc_errc::ok;
+};
+expectation expected_replies(std::string_view stream) {
+  expectation e;
+  while (stream.size() >= protocol::header_size) {
+    protocol::frame_header h;
+    const auto err = protocol::decode_header(stream.data(), h, max_frame);
+    if (err == protocol::header_errc::too_large) {
+      e.error_frame = true;
+      e.error_id = h.request_id;
+      e.error_status = rpc_errc::message_too_large;
+      return e;
+    }
+    if (err != protocol::header_errc::ok || h.type != protocol::msg_type::request) {
+      e.error_frame = true;
+      e.error_status = rpc_errc::protocol_error;
+      return e;
+    }
+    if (stream.size() < h.frame_size()) return e;
+    ++e.ids[h.request_id];
+    stream.remove_prefix(h.frame_size());
+  }
+  return e;
+}
+
+// `complete`: the connection ended with a FIN, so every reply must be there. After a reset
+// only a prefix may have arrived (possibly cut inside a frame), and only that prefix is checked.
+void check_replies(std::string_view got, const expectation& want, bool complete) {
+  std::map<std::uint64_t, int> ids;
+  bool saw_error_frame = false;
+  while (!got.empty()) {
+    if (!complete && got.size() < protocol::header_size) break;
+    check(got.size() >= protocol::header_size, "reply stream ends inside a header");
+    protocol::frame_header h;
+    check(protocol::decode_header(got.data(), h, UINT32_MAX) == protocol::header_errc::ok,
+          "reply header does not decode");
+    check(h.type == protocol::msg_type::response, "reply is not a response frame");
+    check(h.function_id == 0 && h.flags == 0, "response function id / flags not 0");
+    check(h.payload_size() <= max_frame, "reply over the server's own limit");
+    if (!complete && got.size() < h.frame_size()) break;
+    check(got.size() >= h.frame_size(), "reply stream ends inside a frame");
+    const std::string_view body = got.substr(protocol::header_size, h.body_length);
+    const auto s = h.status;
+    check(s == rpc_errc::ok || s == rpc_errc::function_not_found || s == rpc_errc::bad_request ||
+              s == rpc_errc::message_too_large || s == rpc_errc::handler_error ||
+              s == rpc_errc::protocol_error,
+          "reply status the server never sends");
+    if (s != rpc_errc::ok) {
+      std::string message;
+      check(corvid::codec::decode(body, message) == corvid::codec::decode_errc::ok,
+            "error reply body is not one string");
+      check(h.attachment_length == 0, "error reply with an attachment");
+    }
+    // The framing error's frame: protocol_error only ever comes from framing (handlers cannot
+    // produce it); coroutine handlers' replies may still follow it.
+    if (want.error_frame && !saw_error_frame && s == want.error_status &&
+        h.request_id == want.error_id) {
+      saw_error_frame = true;
+    } else {
+      check(s != rpc_errc::protocol_error, "protocol_error reply without a framing error");
+      ++ids[h.request_id];
+    }
+    got.remove_prefix(h.frame_size());
+  }
+  for (const auto& [id, n] : ids) {
+    const auto it = want.ids.find(id);
+    check(it != want.ids.end() && n <= it->second, "a reply to a request never sent");
+  }
+  if (!complete) return;
+  check(saw_error_frame == want.error_frame, "framing error frame missing");
+  check(ids == want.ids, "replies missing for complete requests");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  corvid::server_config cfg;
+  cfg.address = "127.0.0.1";
+  cfg.io_threads = 1;
+  cfg.max_frame_size = max_frame;
+  cfg.stop_timeout = std::chrono::milliseconds(500);
+  server = new corvid::rpc_server(cfg);  // never destroyed: lives for the whole session
+  server->register_handler<echo, store, split, throws_later>();
+  server->register_handler<&ns::calc::add, &ns::calc::div>(&calculator);
+  if (auto ec = server->async_start()) die(("server start failed: " + ec.message()).c_str());
+  health_client = new corvid::rpc_client();
+  if (auto ec = corvid::sync_wait(
+          connect_client(*health_client, "127.0.0.1:" + std::to_string(server->port())))) {
+    die(("health client connect failed: " + ec.message()).c_str());
+  }
+  return 0;
+}
+
+// Input: byte 0 = options (bit 0: split the write, bit 1: pause 1 ms between the halves),
+// byte 1 = split point (a fraction of the stream, /255), then the stream itself.
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static unsigned runs = 0;
+  if (size < 2) return -1;
+  const std::uint8_t options = data[0];
+  const std::string_view stream(reinterpret_cast<const char*>(data) + 2, size - 2);
+  const std::size_t cut = (options & 1) ? stream.size() * data[1] / 255 : stream.size();
+
+  const int fd = connect_raw();
+  bool sent = send_all(fd, stream.substr(0, cut));
+  if (sent && cut < stream.size()) {
+    if (options & 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    sent = send_all(fd, stream.substr(cut));
+  }
+  ::shutdown(fd, SHUT_WR);
+  bool reset = false;
+  const std::string got = read_to_eof(fd, reset);
+  ::close(fd);
+  const expectation want = expected_replies(stream);
+  // A reset (or a refused send) is only acceptable after a framing error, where the server
+  // closes with our remaining bytes unread; a well-formed stream must end in an orderly close.
+  if (reset || !sent) check(want.error_frame, "connection reset without a framing error");
+  check_replies(got, want, !reset);
+
+  if (++runs % health_every == 0) health_check();
+  return 0;
+}

@@ -1,0 +1,113 @@
+#pragma once
+// client_pool: many callers share a few connections to one endpoint (seed 000).
+//
+//   auto pool = corvid::client_pool::create("127.0.0.1:9000", {});
+//   auto r = co_await pool->call<echo>("hello");             // expected<std::string, rpc_error>
+//   auto q = co_await pool->send_request(
+//       [&](corvid::client_reuse_hint, corvid::rpc_client& c) { return c.send_request<echo>("hi"); });
+//   if (q) auto reply = co_await std::move(*q);
+#include <chrono>
+#include <coroutine>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "corvid/client/pool_config.hpp"
+#include "corvid/client/rpc_client.hpp"
+#include "corvid/task.hpp"
+
+namespace corvid {
+
+class client_pool : public std::enable_shared_from_this<client_pool> {
+ public:
+  // endpoint: "host:port" or "unix:/path".
+  static std::shared_ptr<client_pool> create(std::string endpoint, pool_config config = {});
+  ~client_pool();
+  client_pool(const client_pool&) = delete;
+  client_pool& operator=(const client_pool&) = delete;
+
+  // A lease on one pooled connection. Holding it keeps the connection from being reaped.
+  struct lease {
+    std::shared_ptr<rpc_client> client;
+    client_reuse_hint hint = client_reuse_hint::reused;
+  };
+  // A connection to use now: the least busy one, or a new one while under max_connections.
+  task<expected<lease, rpc_error>> acquire();
+
+  template <auto F, class... Args>
+  task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
+    auto l = co_await acquire();
+    if (!l) co_return unexpected(std::move(l).error());
+    co_return co_await l->client->template call<F>(std::move(args)...);
+  }
+  template <auto F, class Rep, class Period, class... Args>
+  task<expected<detail::client_result_t<F>, rpc_error>> call_for(
+      std::chrono::duration<Rep, Period> timeout, Args... args) {
+    auto l = co_await acquire();
+    if (!l) co_return unexpected(std::move(l).error());
+    co_return co_await l->client->template call_for<F>(timeout, std::move(args)...);
+  }
+  // call_with on a pooled connection (per-call timeout and attachment).
+  template <auto F, class... Args>
+  task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
+      call_options options, Args... args) {
+    auto l = co_await acquire();
+    if (!l) co_return unexpected(std::move(l).error());
+    co_return co_await l->client->template call_with<F>(options, std::move(args)...);
+  }
+  // Queues the request on a pooled connection; yields the async_reply to await later.
+  template <auto F, class... Args>
+  task<expected<async_reply_t<F>, rpc_error>> send_request(Args... args) {
+    auto l = co_await acquire();
+    if (!l) co_return unexpected(std::move(l).error());
+    co_return co_await l->client->template send_request<F>(std::move(args)...);
+  }
+  // The seed's form: `fn(client_reuse_hint, rpc_client&)` returns what rpc_client's
+  // send_request returns; yields the async_reply (or the error of getting a connection).
+  template <class Fn>
+    requires std::is_invocable_v<Fn&, client_reuse_hint, rpc_client&>
+  auto send_request(Fn fn) -> task<expected<
+      decltype(std::declval<std::invoke_result_t<Fn&, client_reuse_hint, rpc_client&>>()
+                   .await_resume()),
+      rpc_error>> {
+    auto l = co_await acquire();
+    if (!l) co_return unexpected(std::move(l).error());
+    co_return co_await fn(l->hint, *l->client);
+  }
+
+  pool_stats stats() const;
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+ private:
+  client_pool(std::string endpoint, pool_config config);
+  struct entry {
+    std::shared_ptr<rpc_client> client;
+    std::chrono::steady_clock::time_point created;
+    std::chrono::steady_clock::time_point last_used;
+    bool connecting = true;
+    bool used = false;
+  };
+  // Under mutex_: closes broken, idle and aged connections nobody holds.
+  void reap_locked(std::chrono::steady_clock::time_point now);
+  std::chrono::milliseconds backoff_locked();
+  // Resumes coroutines waiting for a connect to finish (after mutex_ is released).
+  void wake(std::vector<std::coroutine_handle<>>& waiters);
+  struct connect_wait;
+
+  const std::string endpoint_;
+  const pool_config config_;
+  mutable std::mutex mutex_;
+  std::vector<entry> entries_;
+  std::vector<std::coroutine_handle<>> waiters_;
+  std::size_t connecting_ = 0;
+  std::size_t consecutive_failures_ = 0;
+  std::chrono::steady_clock::time_point next_attempt_{};
+  std::string last_error_;
+  pool_stats stats_;
+  std::minstd_rand rng_{std::random_device{}()};
+};
+
+}  // namespace corvid

@@ -1,0 +1,43 @@
+#pragma once
+#include <chrono>
+#include <cstddef>
+
+#include "corvid/client/client_config.hpp"
+
+namespace corvid {
+
+struct pool_config {
+  // At most this many connections to the endpoint.
+  std::size_t max_connections = 4;
+  // Calls in flight on a connection before another connection is opened: small calls
+  // pipeline on few connections, where write coalescing merges them (seed 000).
+  std::size_t max_in_flight_per_connection = 128;
+  // true: connect on first use; false: create() starts one connection at once.
+  bool lazy_connect = true;
+  std::chrono::milliseconds connect_timeout{2000};
+  // After a failed connect, the next attempt waits initial * 2^(failures-1), at most max,
+  // times a random factor in [0.5, 1.5) so many pools do not retry in lockstep. Calls that
+  // find no usable connection meanwhile fail at once with connect_failed.
+  std::chrono::milliseconds reconnect_backoff_initial{50};
+  std::chrono::milliseconds reconnect_backoff_max{5000};
+  // A connection with no call for this long is closed (checked when the pool is used; 0 = never).
+  std::chrono::milliseconds idle_timeout{60000};
+  // A connection older than this takes no new calls and closes once idle (0 = no limit).
+  std::chrono::milliseconds max_connection_age{0};
+  // Settings of each connection (request timeout, frame size, reactors, ...).
+  client_config client;
+};
+
+struct pool_stats {
+  std::size_t connections = 0;  // open now
+  std::size_t connect_attempts = 0;
+  std::size_t connect_failures = 0;
+  std::size_t closed_idle = 0;
+  std::size_t closed_aged = 0;
+  std::size_t closed_broken = 0;
+};
+
+// Passed to the seed-style send_request callback: whether the connection is new.
+enum class client_reuse_hint { first_use, reused };
+
+}  // namespace corvid

@@ -1,0 +1,160 @@
+#include "corvid/client/client_pool.hpp"
+
+#include <algorithm>
+
+#include "corvid/detail/detached.hpp"
+
+namespace corvid {
+
+using steady = std::chrono::steady_clock;
+
+// Suspends until a connect in progress finishes (any of them); no-op if none is.
+struct client_pool::connect_wait {
+  client_pool* pool;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> h) {
+    std::lock_guard lk(pool->mutex_);
+    if (pool->connecting_ == 0) return false;
+    pool->waiters_.push_back(h);
+    return true;
+  }
+  void await_resume() const noexcept {}
+};
+
+std::shared_ptr<client_pool> client_pool::create(std::string endpoint, pool_config config) {
+  std::shared_ptr<client_pool> pool(new client_pool(std::move(endpoint), config));
+  if (!config.lazy_connect) {
+    // Start the first connection now; callers arriving meanwhile wait for it.
+    [](std::shared_ptr<client_pool> p) -> detail::detached { co_await p->acquire(); }(pool);
+  }
+  return pool;
+}
+
+client_pool::client_pool(std::string endpoint, pool_config config)
+    : endpoint_(std::move(endpoint)), config_(config) {}
+
+client_pool::~client_pool() = default;
+
+pool_stats client_pool::stats() const {
+  std::lock_guard lk(mutex_);
+  pool_stats s = stats_;
+  s.connections = static_cast<std::size_t>(
+      std::count_if(entries_.begin(), entries_.end(), [](const entry& e) { return !e.connecting; }));
+  return s;
+}
+
+std::chrono::milliseconds client_pool::backoff_locked() {
+  const auto shift = std::min<std::size_t>(consecutive_failures_ - 1, 20);
+  const auto base = std::min(config_.reconnect_backoff_initial * (std::int64_t{1} << shift),
+                             config_.reconnect_backoff_max);
+  std::uniform_real_distribution<double> jitter(0.5, 1.5);
+  return std::chrono::milliseconds(
+      static_cast<std::int64_t>(static_cast<double>(base.count()) * jitter(rng_)));
+}
+
+void client_pool::reap_locked(steady::time_point now) {
+  std::erase_if(entries_, [&](const entry& e) {
+    if (e.connecting || e.client.use_count() > 1) return false;  // in use by a caller
+    if (!e.client->is_connected()) {
+      ++stats_.closed_broken;  // its calls have already ended with connection_closed
+      return true;
+    }
+    if (e.client->pending_calls() != 0) return false;
+    if (config_.idle_timeout.count() > 0 && now - e.last_used >= config_.idle_timeout) {
+      ++stats_.closed_idle;
+      return true;
+    }
+    if (config_.max_connection_age.count() > 0 && now - e.created >= config_.max_connection_age) {
+      ++stats_.closed_aged;
+      return true;
+    }
+    return false;
+  });
+}
+
+void client_pool::wake(std::vector<std::coroutine_handle<>>& waiters) {
+  for (auto h : waiters) h.resume();
+  waiters.clear();
+}
+
+task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
+  auto keep_alive = shared_from_this();  // the pool outlives every suspended acquire
+  for (;;) {
+    std::shared_ptr<rpc_client> fresh;
+    {
+      std::unique_lock lk(mutex_);
+      const auto now = steady::now();
+      reap_locked(now);
+      entry* best = nullptr;
+      std::size_t best_pending = 0;
+      for (auto& e : entries_) {
+        if (e.connecting || !e.client->is_connected()) continue;
+        if (config_.max_connection_age.count() > 0 && now - e.created >= config_.max_connection_age)
+          continue;  // retiring: no new calls
+        const std::size_t pending = e.client->pending_calls();
+        if (best == nullptr || pending < best_pending) {
+          best = &e;
+          best_pending = pending;
+        }
+      }
+      const bool room = entries_.size() < config_.max_connections;
+      const bool may_connect = room && now >= next_attempt_;
+      if (best != nullptr && (best_pending < config_.max_in_flight_per_connection || !may_connect)) {
+        best->last_used = now;
+        lease l{best->client, best->used ? client_reuse_hint::reused : client_reuse_hint::first_use};
+        best->used = true;
+        co_return l;
+      }
+      if (may_connect) {
+        client_config cc = config_.client;
+        cc.connect_timeout = config_.connect_timeout;
+        fresh = std::make_shared<rpc_client>(cc);
+        entries_.push_back({fresh, now, now, true, true});
+        ++connecting_;
+        ++stats_.connect_attempts;
+      } else if (connecting_ == 0) {
+        co_return unexpected(rpc_error(
+            rpc_errc::connect_failed,
+            "no connection to " + endpoint_ + ": waiting to retry after " +
+                std::to_string(consecutive_failures_) + " failed connect(s); last error: " +
+                last_error_));
+      }
+    }
+    if (!fresh) {
+      co_await connect_wait{this};  // another caller's connect: use its result
+      continue;
+    }
+    rpc_error ec = co_await fresh->connect(endpoint_);
+    std::vector<std::coroutine_handle<>> waiters;
+    {
+      std::lock_guard lk(mutex_);
+      --connecting_;
+      auto it = std::find_if(entries_.begin(), entries_.end(),
+                             [&](const entry& e) { return e.client == fresh; });
+      if (ec) {
+        entries_.erase(it);
+        ++consecutive_failures_;
+        ++stats_.connect_failures;
+        last_error_ = ec.message();
+        next_attempt_ = steady::now() + backoff_locked();
+      } else {
+        it->connecting = false;
+        it->last_used = steady::now();
+        consecutive_failures_ = 0;
+      }
+      waiters.swap(waiters_);
+    }
+    wake(waiters);
+    if (ec) {
+      std::lock_guard lk(mutex_);
+      const bool other_usable = std::any_of(entries_.begin(), entries_.end(), [](const entry& e) {
+        return !e.connecting && e.client->is_connected();
+      });
+      if (!other_usable && connecting_ == 0) co_return unexpected(std::move(ec));
+      continue;
+    }
+    co_return lease{std::move(fresh), client_reuse_hint::first_use};
+  }
+}
+
+}  // namespace corvid

@@ -1,0 +1,194 @@
+// client_pool: few connections shared by many callers, surviving a server restart.
+#include <atomic>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace corvid_test {
+namespace {
+
+TEST(pool, ten_thousand_calls_from_four_threads_stay_within_four_connections) {
+  test_server srv;
+  corvid::pool_config cfg;
+  cfg.max_connections = 4;
+  cfg.max_in_flight_per_connection = 16;  // small, so the burst needs several connections
+  auto pool = corvid::client_pool::create(srv.endpoint(), cfg);
+  constexpr int threads = 4, per_thread = 2500;
+  std::atomic<int> correct{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      corvid::sync_wait([&]() -> corvid::task<void> {
+        std::vector<corvid::task<corvid::expected<int, corvid::rpc_error>>> calls;
+        std::vector<corvid::async_reply_t<add>> pending;
+        for (int i = 0; i < per_thread; ++i) {
+          auto q = co_await pool->send_request<add>(i, t);
+          if (q) pending.push_back(std::move(*q));
+        }
+        for (int i = 0; i < static_cast<int>(pending.size()); ++i) {
+          auto r = co_await std::move(pending[i]);
+          if (r && *r == i + t) ++correct;
+        }
+      }());
+    });
+  }
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(correct.load(), threads * per_thread);
+  const auto s = pool->stats();
+  EXPECT_LE(s.connections, 4u);
+  EXPECT_GT(s.connections, 1u) << "the burst should have needed more than one connection";
+  EXPECT_LE(srv.server().connection_count(), 4u);
+  EXPECT_EQ(s.connect_failures, 0u);
+}
+
+TEST(pool, seed_style_send_request_callback) {
+  test_server srv;
+  auto pool = corvid::client_pool::create(srv.endpoint());
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    std::vector<corvid::client_reuse_hint> hints;
+    for (int i = 0; i < 2; ++i) {
+      auto ret = co_await pool->send_request(
+          [&](corvid::client_reuse_hint hint, corvid::rpc_client& client) {
+            hints.push_back(hint);
+            return client.send_request<echo>("hello");
+          });
+      EXPECT_TRUE(ret.has_value());
+      if (ret) {
+        auto result = co_await std::move(*ret);
+        EXPECT_EQ(result.value_or(""), "hello");
+      }
+    }
+    EXPECT_EQ(hints, (std::vector{corvid::client_reuse_hint::first_use,
+                                  corvid::client_reuse_hint::reused}));
+  }());
+}
+
+TEST(pool, lazy_and_eager_connect) {
+  test_server srv;
+  auto lazy = corvid::client_pool::create(srv.endpoint());
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(lazy->stats().connect_attempts, 0u);
+  corvid::pool_config eager_cfg;
+  eager_cfg.lazy_connect = false;
+  auto eager = corvid::client_pool::create(srv.endpoint(), eager_cfg);
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (eager->stats().connections == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(eager->stats().connections, 1u);
+  EXPECT_EQ(lazy->stats().connections, 0u);
+}
+
+TEST(pool, unreachable_endpoint_fails_fast_with_backoff_not_a_storm) {
+  std::uint16_t dead_port;
+  {
+    asio::io_context io;
+    asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
+    dead_port = a.local_endpoint().port();
+  }
+  corvid::pool_config cfg;
+  cfg.reconnect_backoff_initial = 100ms;
+  auto pool = corvid::client_pool::create("127.0.0.1:" + std::to_string(dead_port), cfg);
+  int failed = 0;
+  const auto begin = std::chrono::steady_clock::now();
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    for (int i = 0; i < 200; ++i) {
+      auto r = co_await pool->call<echo>("x");
+      if (!r && r.error().code() == corvid::rpc_errc::connect_failed) ++failed;
+    }
+  }());
+  EXPECT_EQ(failed, 200);  // every call ends, with a clear error
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, 2s);
+  // 200 calls within one back-off window: one connection attempt, not 200.
+  EXPECT_LE(pool->stats().connect_attempts, 2u);
+}
+
+TEST(pool, server_killed_and_restarted_mid_load) {
+  auto cfg = test_server::make_config();
+  auto first = std::make_unique<test_server>(cfg);
+  const std::uint16_t port = first->port();
+  corvid::pool_config pcfg;
+  pcfg.reconnect_backoff_initial = 20ms;
+  pcfg.reconnect_backoff_max = 200ms;
+  auto pool = corvid::client_pool::create(first->endpoint(), pcfg);
+  std::atomic<bool> done{false};
+  std::atomic<int> ok{0}, errors{0}, ok_after_restart{0};
+  std::atomic<bool> restarted{false};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 3; ++t) {
+    callers.emplace_back([&] {
+      corvid::sync_wait([&]() -> corvid::task<void> {
+        while (!done) {
+          auto r = co_await pool->call_for<add>(2s, 1, 2);
+          if (r && *r == 3) {
+            ++ok;
+            if (restarted) ++ok_after_restart;
+          } else {
+            ++errors;
+            co_await corvid::sleep_for(1ms);
+          }
+        }
+      }());
+    });
+  }
+  std::this_thread::sleep_for(200ms);
+  first.reset();  // stop: calls in flight are answered or fail; new ones fail
+  std::this_thread::sleep_for(300ms);
+  cfg.port = port;
+  auto second = std::make_unique<test_server>(cfg);
+  restarted = true;
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (ok_after_restart < 100 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  done = true;
+  for (auto& c : callers) c.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_GE(ok_after_restart.load(), 100) << "the pool did not recover";
+  // ~300 ms outage with back-off from 20 ms to 200 ms: a handful of attempts, not thousands.
+  EXPECT_LE(pool->stats().connect_attempts, 30u) << pool->stats().connect_attempts;
+  RecordProperty("errors_during_outage", errors.load());
+}
+
+TEST(pool, idle_connections_are_reaped) {
+  test_server srv;
+  corvid::pool_config cfg;
+  cfg.idle_timeout = 50ms;
+  auto pool = corvid::client_pool::create(srv.endpoint(), cfg);
+  auto call = [&] {
+    return corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+      co_return co_await pool->call<echo>("x");
+    }());
+  };
+  EXPECT_TRUE(call().has_value());
+  std::this_thread::sleep_for(120ms);
+  EXPECT_TRUE(call().has_value());
+  const auto s = pool->stats();
+  EXPECT_EQ(s.closed_idle, 1u);
+  EXPECT_EQ(s.connect_attempts, 2u);
+}
+
+TEST(pool, stop_with_pooled_calls_in_flight) {
+  test_server srv;
+  auto pool = corvid::client_pool::create(srv.endpoint());
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(50ms);
+    srv.server().stop();
+  });
+  auto results = corvid::sync_wait([&]() -> corvid::task<std::vector<corvid::expected<int, corvid::rpc_error>>> {
+    std::vector<corvid::async_reply_t<sleepy>> pending;
+    for (int i = 0; i < 30; ++i) {
+      auto q = co_await pool->send_request<sleepy>(150);
+      if (q) pending.push_back(std::move(*q));
+    }
+    std::vector<corvid::expected<int, corvid::rpc_error>> out;
+    for (auto& p : pending) out.push_back(co_await std::move(p));
+    co_return out;
+  }());
+  stopper.join();
+  ASSERT_EQ(results.size(), 30u);
+  for (auto& r : results) EXPECT_EQ(r.value_or(-1), 150) << r.error().message();
+}
+
+}  // namespace
+}  // namespace corvid_test
