@@ -107,8 +107,8 @@ void sleep_with_progress(double seconds, const std::vector<std::unique_ptr<lane>
 
 }  // namespace
 
-cell_result run_cell(const load_target& target, const cell_params& p,
-                     const progress_fn& progress, std::string* first_error) {
+cell_result run_cell(const load_target& target, const cell_params& p, const progress_fn& progress,
+                     std::string* first_error) {
   const auto& clients = target.clients;
   const std::size_t lane_count = target.pool != nullptr ? 1 : clients.size();
   const std::string payload(p.payload, 'p');
@@ -145,8 +145,8 @@ cell_result run_cell(const load_target& target, const cell_params& p,
   r.response_size = p.echo ? p.payload : p.response_size;
   r.echo = p.echo;
   r.concurrency = p.concurrency;
-  r.connections = static_cast<int>(target.pool != nullptr ? target.pool->stats().connections
-                                                          : clients.size());
+  r.connections =
+      static_cast<int>(target.pool != nullptr ? target.pool->stats().connections : clients.size());
   r.seconds = std::chrono::duration<double>(t1 - t0).count();
   r.qps = static_cast<double>(r.calls) / r.seconds;
   r.gbps = r.qps * static_cast<double>(p.payload) * 8 / 1e9;
@@ -154,10 +154,10 @@ cell_result run_cell(const load_target& target, const cell_params& p,
   r.p90_us = static_cast<double>(all.percentile(90)) / 1e3;
   r.p99_us = static_cast<double>(all.percentile(99)) / 1e3;
   r.p999_us = static_cast<double>(all.percentile(99.9)) / 1e3;
-  r.client_rpcs_per_write =
-      target.pool != nullptr ? -1.0
-                             : ratio(after.client.frames_sent - before.client.frames_sent,
-                                     after.client.write_syscalls - before.client.write_syscalls);
+  r.client_rpcs_per_write = target.pool != nullptr
+                                ? -1.0
+                                : ratio(after.client.frames_sent - before.client.frames_sent,
+                                        after.client.write_syscalls - before.client.write_syscalls);
   const auto& sa = after.server.transport;
   const auto& sb = before.server.transport;
   r.server_rpcs_per_write =

@@ -32,8 +32,8 @@ struct load_target {
 // Runs one cell against `target`. The first call error, if any, goes to `first_error`.
 // With a pool, all its connections must run on one reactor thread (latency histograms are
 // per thread), and the client's RPCs per write is not measured.
-cell_result run_cell(const load_target& target, const cell_params& p,
-                     const progress_fn& progress, std::string* first_error = nullptr);
+cell_result run_cell(const load_target& target, const cell_params& p, const progress_fn& progress,
+                     std::string* first_error = nullptr);
 
 // TCP segments this host has sent so far (/proc/net/snmp OutSegs), or -1 if unreadable. On
 // loopback every segment is also received, so the delta over a run counts packets.

@@ -11,7 +11,7 @@
 //          then of the frame after it, as the reply's own length fields place it), so the
 //          fuzzer reaches result decoding without having to guess ids
 //   bit 1: two pipelined calls instead of one
-//   bit 2: hold the connection open after the reply (the calls' 20 ms deadline ends them)
+//   bit 2: hold the connection open after the reply (the calls' 3 ms deadline ends them)
 //   bit 3: write the reply in two parts, 1 ms apart (the split point is byte 1)
 //   bit 7: send a 16-byte request attachment from the caller's memory (zero-copy, pinned)
 //   bits 4-6: which function (its result type) the call is for
@@ -237,7 +237,7 @@ void run(std::uint8_t options, std::uint8_t split, std::string reply, Args... ar
 
   // The caller's memory for a zero-copy attachment: must stay valid until the call ends.
   const std::string attachment(zero_copy ? 16 : 0, 'a');
-  corvid::call_options call_opts{hold ? 20ms : 5000ms, attachment};
+  corvid::call_options call_opts{hold ? 3ms : 5000ms, attachment};
   std::vector<outcome<result_of<F, WithAttachment>>> out(calls);
   for (auto& o : out) start_call<F, WithAttachment>(client, call_opts, o, args...);
 

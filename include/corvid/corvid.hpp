@@ -3,6 +3,7 @@
 #include "corvid/client/async_reply.hpp"
 #include "corvid/client/client_config.hpp"
 #include "corvid/client/client_pool.hpp"
+#include "corvid/client/load_balancer.hpp"
 #include "corvid/client/pool_config.hpp"
 #include "corvid/client/rpc_client.hpp"
 #include "corvid/codec/codec.hpp"

@@ -25,7 +25,9 @@ std::shared_ptr<client_pool> client_pool::create(std::string endpoint, pool_conf
   std::shared_ptr<client_pool> pool(new client_pool(std::move(endpoint), config));
   if (!config.lazy_connect) {
     // Start the first connection now; callers arriving meanwhile wait for it.
-    [](std::shared_ptr<client_pool> p) -> detail::detached { co_await p->acquire(); }(pool);
+    [](std::shared_ptr<client_pool> p) -> detail::detached {
+      co_await p->acquire();
+    }(pool);
   }
   return pool;
 }
@@ -38,8 +40,8 @@ client_pool::~client_pool() = default;
 pool_stats client_pool::stats() const {
   std::lock_guard lk(mutex_);
   pool_stats s = stats_;
-  s.connections = static_cast<std::size_t>(
-      std::count_if(entries_.begin(), entries_.end(), [](const entry& e) { return !e.connecting; }));
+  s.connections = static_cast<std::size_t>(std::count_if(
+      entries_.begin(), entries_.end(), [](const entry& e) { return !e.connecting; }));
   return s;
 }
 
@@ -99,9 +101,11 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
       }
       const bool room = entries_.size() < config_.max_connections;
       const bool may_connect = room && now >= next_attempt_;
-      if (best != nullptr && (best_pending < config_.max_in_flight_per_connection || !may_connect)) {
+      if (best != nullptr &&
+          (best_pending < config_.max_in_flight_per_connection || !may_connect)) {
         best->last_used = now;
-        lease l{best->client, best->used ? client_reuse_hint::reused : client_reuse_hint::first_use};
+        lease l{best->client,
+                best->used ? client_reuse_hint::reused : client_reuse_hint::first_use};
         best->used = true;
         co_return l;
       }
@@ -113,11 +117,11 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
         ++connecting_;
         ++stats_.connect_attempts;
       } else if (connecting_ == 0) {
-        co_return unexpected(rpc_error(
-            rpc_errc::connect_failed,
-            "no connection to " + endpoint_ + ": waiting to retry after " +
-                std::to_string(consecutive_failures_) + " failed connect(s); last error: " +
-                last_error_));
+        co_return unexpected(rpc_error(rpc_errc::connect_failed,
+                                       "no connection to " + endpoint_ +
+                                           ": waiting to retry after " +
+                                           std::to_string(consecutive_failures_) +
+                                           " failed connect(s); last error: " + last_error_));
       }
     }
     if (!fresh) {

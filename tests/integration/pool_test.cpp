@@ -156,9 +156,10 @@ TEST(pool, idle_connections_are_reaped) {
   cfg.idle_timeout = 50ms;
   auto pool = corvid::client_pool::create(srv.endpoint(), cfg);
   auto call = [&] {
-    return corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
-      co_return co_await pool->call<echo>("x");
-    }());
+    return corvid::sync_wait(
+        [&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+          co_return co_await pool->call<echo>("x");
+        }());
   };
   EXPECT_TRUE(call().has_value());
   std::this_thread::sleep_for(120ms);
@@ -175,16 +176,17 @@ TEST(pool, stop_with_pooled_calls_in_flight) {
     std::this_thread::sleep_for(50ms);
     srv.server().stop();
   });
-  auto results = corvid::sync_wait([&]() -> corvid::task<std::vector<corvid::expected<int, corvid::rpc_error>>> {
-    std::vector<corvid::async_reply_t<sleepy>> pending;
-    for (int i = 0; i < 30; ++i) {
-      auto q = co_await pool->send_request<sleepy>(150);
-      if (q) pending.push_back(std::move(*q));
-    }
-    std::vector<corvid::expected<int, corvid::rpc_error>> out;
-    for (auto& p : pending) out.push_back(co_await std::move(p));
-    co_return out;
-  }());
+  auto results = corvid::sync_wait(
+      [&]() -> corvid::task<std::vector<corvid::expected<int, corvid::rpc_error>>> {
+        std::vector<corvid::async_reply_t<sleepy>> pending;
+        for (int i = 0; i < 30; ++i) {
+          auto q = co_await pool->send_request<sleepy>(150);
+          if (q) pending.push_back(std::move(*q));
+        }
+        std::vector<corvid::expected<int, corvid::rpc_error>> out;
+        for (auto& p : pending) out.push_back(co_await std::move(p));
+        co_return out;
+      }());
   stopper.join();
   ASSERT_EQ(results.size(), 30u);
   for (auto& r : results) EXPECT_EQ(r.value_or(-1), 150) << r.error().message();

@@ -4,7 +4,8 @@
 //   auto pool = corvid::client_pool::create("127.0.0.1:9000", {});
 //   auto r = co_await pool->call<echo>("hello");             // expected<std::string, rpc_error>
 //   auto q = co_await pool->send_request(
-//       [&](corvid::client_reuse_hint, corvid::rpc_client& c) { return c.send_request<echo>("hi"); });
+//       [&](corvid::client_reuse_hint, corvid::rpc_client& c) { return c.send_request<echo>("hi");
+//       });
 //   if (q) auto reply = co_await std::move(*q);
 #include <chrono>
 #include <coroutine>
@@ -69,10 +70,10 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   // send_request returns; yields the async_reply (or the error of getting a connection).
   template <class Fn>
     requires std::is_invocable_v<Fn&, client_reuse_hint, rpc_client&>
-  auto send_request(Fn fn) -> task<expected<
-      decltype(std::declval<std::invoke_result_t<Fn&, client_reuse_hint, rpc_client&>>()
-                   .await_resume()),
-      rpc_error>> {
+  auto send_request(Fn fn) -> task<
+      expected<decltype(std::declval<std::invoke_result_t<Fn&, client_reuse_hint, rpc_client&>>()
+                            .await_resume()),
+               rpc_error>> {
     auto l = co_await acquire();
     if (!l) co_return unexpected(std::move(l).error());
     co_return co_await fn(l->hint, *l->client);

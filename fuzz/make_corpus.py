@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in fuzz/corpus/<target>/ (committed; rerun after changing a
+harness's input format): frames from docs/protocol.md's hex vectors, values encoded as
+docs/codec.md describes, and a few malformed inputs. The fuzzers only read these seeds;
+scripts/fuzz runs on a copy of them.
+    fuzz/make_corpus.py
+"""
+import pathlib
+import re
+import shutil
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "fuzz" / "corpus"
+
+
+# --- docs/protocol.md vectors ---------------------------------------------------------
+def doc_vectors():
+    text = (ROOT / "docs" / "protocol.md").read_text()
+    vectors = {}
+    for m in re.finditer(r"```hex (\w+)\n(.*?)```", text, re.S):
+        data = bytearray()
+        for line in m.group(2).splitlines():
+            hexpart = line.split("  ")[0]
+            data += bytes.fromhex(hexpart)
+        vectors[m.group(1)] = bytes(data)
+    return vectors
+
+
+# --- codec (docs/codec.md) ------------------------------------------------------------
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def s(text):  # std::string / string_view
+    b = text.encode() if isinstance(text, str) else text
+    return varint(len(b)) + b
+
+
+def vec(items):  # items already encoded
+    return varint(len(items)) + b"".join(items)
+
+
+def u8(v): return struct.pack("<B", v)
+def u16(v): return struct.pack("<H", v)
+def i16(v): return struct.pack("<h", v)
+def u32(v): return struct.pack("<I", v)
+def i32(v): return struct.pack("<i", v)
+def i64(v): return struct.pack("<q", v)
+def u64(v): return struct.pack("<Q", v)
+def f32(v): return struct.pack("<f", v)
+def f64(v): return struct.pack("<d", v)
+def boolean(v): return b"\x01" if v else b"\x00"
+def none(): return b"\x00"
+def some(x): return b"\x01" + x
+
+
+def leaf(id_, name, values, note, color):
+    return (u32(id_) + s(name) + vec([i16(v) for v in values]) +
+            (some(s(note)) if note is not None else none()) + u8(color))
+
+
+def padded(tag, value): return u8(tag) + u64(value)
+
+
+def message():
+    head = leaf(7, "head", [1, -2], "n", 1)
+    items = vec([leaf(1, "a", [], None, 2), leaf(2, "", [32767], "x", 1)])
+    choice = varint(3) + leaf(9, "c", [3], None, 2)
+    tags = some(vec([s("t1"), s("")]))
+    flags = boolean(True) + boolean(False) + vec([b"\x01", b"\x00", b"\x01"])
+    pixels = vec([b"\x01\x02\x03", b"\xff\x00\x7f"])
+    pair = padded(1, 2) + padded(255, 2**64 - 1)
+    return head + items + choice + tags + flags + pixels + pair
+
+
+def registry():
+    by_name = vec([s("a") + leaf(1, "a", [1], None, 1), s("b") + leaf(2, "b", [], "nb", 2)])
+    ids = vec([u16(1), u16(300)])
+    shards = vec([vec([i32(-1) + some(s("m")), i32(5) + none()]), vec([])])
+    extra = some(varint(1) + vec([u64(1), u64(2**40)]))
+    return by_name + ids + shards + extra
+
+
+def sample():
+    return (f32(1.5) + f64(-2.5) + vec([f64(0.0), bytes.fromhex("010000000000f87f")]) +
+            some(varint(1) + s("label")))
+
+
+def codec_seeds():
+    seeds = {
+        "message": (0, message()),
+        "message_variant_string": (0, message().replace(varint(3) + leaf(9, "c", [3], None, 2),
+                                                        varint(2) + s("str"))),
+        "registry": (1, registry()),
+        "registry_unsorted_keys": (1, vec([s("b") + leaf(2, "b", [], None, 1),
+                                           s("a") + leaf(1, "a", [], None, 1)]) +
+                                   vec([u16(9), u16(3)]) + vec([]) + none()),
+        "string_view": (2, s("hello")),
+        "string_view_300": (2, s("a" * 300)),
+        "vector_string": (3, vec([s("a"), s("")])),
+        "map_int_bytes": (4, vec([i32(1) + vec([b"\x01", b"\x02"]), i32(-7) + vec([])])),
+        "optional_variant_none": (5, none()),
+        "optional_variant_int": (5, some(varint(1) + i64(-5))),
+        "optional_variant_bools": (5, some(varint(3) + vec([b"\x01", b"\x00"]))),
+        "tuple": (6, u8(7) + s("ab") + boolean(True) + some(i32(3))),
+        "array_u16": (7, u16(1) + u16(2) + u16(3) + u16(65535)),
+        "array_optional_string": (8, some(s("x")) + none() + some(s(""))),
+        "sample_floats": (9, sample()),
+        "pair_views": (10, s("key") + s(b"\x00\xff\x10")),
+        "unordered_map": (11, vec([s("x") + i32(1), s("y") + i32(2)])),
+        "vector_variant": (12, vec([varint(0) + boolean(True), varint(1) + u8(2),
+                                    varint(2) + s("sv")])),
+        "vector_leaf": (13, vec([leaf(3, "l", [4, 5], "note", 2)])),
+        "tuple_bulk": (14, vec([b"\x01\x02\x03"]) + vec([padded(1, 5)]) + vec([s("a"), s("b")])),
+        "nested_vectors": (15, vec([vec([s("a") + boolean(True)]), vec([])])),
+        # Malformed: each must be rejected (docs/codec.md, "Decoding untrusted input").
+        "bad_nonminimal_varint": (2, b"\x80\x00"),
+        "bad_varint_overflow": (3, b"\xff\xff\xff\xff\x1f"),
+        "bad_count_too_big": (3, b"\xff\xff\xff\xff\x0f" + b"\x00" * 5),
+        "bad_bool": (6, u8(7) + s("ab") + b"\x02" + none()),
+        "bad_variant_index": (5, some(varint(4))),
+        "bad_duplicate_key": (4, vec([i32(1) + vec([]), i32(1) + vec([])])),
+        "bad_truncated": (0, message()[:-3]),
+    }
+    return {name: bytes([sel]) + data for name, (sel, data) in seeds.items()}
+
+
+# --- frames -------------------------------------------------------------------------
+def fnv1a(name):
+    h = 0x811C9DC5
+    for c in name.encode():
+        h = ((h ^ c) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+FIRST_ID = 1 << 32
+
+
+def frame(type_, request_id, function_id, body=b"", attachment=b"", status=0):
+    return (b"CV" + bytes([1, type_, 0, status]) + b"\x00\x00" +
+            struct.pack("<QIIII", request_id, function_id, len(body), len(attachment), 0) +
+            body + attachment)
+
+
+def request(name, body=b"", attachment=b"", request_id=FIRST_ID):
+    return frame(1, request_id, fnv1a(name), body, attachment)
+
+
+def response(body=b"", attachment=b"", request_id=FIRST_ID, status=0):
+    return frame(2, request_id, 0, body, attachment, status)
+
+
+def frame_header_seeds(v):
+    seeds = {name: data[:32] for name, data in v.items()}
+    seeds["limit_boundary"] = v["echo_request"][:32] + u32(6)  # bytes 32..35: one more limit
+    seeds["lengths_wrap"] = v["echo_request"][:20] + b"\xff" * 8 + b"\x00" * 4
+    seeds["bad_magic_http"] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\r\n\r\n"
+    seeds["bad_version"] = b"CV\x02" + v["echo_request"][3:32]
+    seeds["bad_type"] = b"CV\x01\x03" + v["echo_request"][4:32]
+    seeds["reserved_set"] = v["echo_request"][:6] + b"\xff\xff" + v["echo_request"][8:28] + b"\xff" * 4
+    return seeds
+
+
+def server_stream_seeds(v):
+    # Byte 0: options (bit 0 split, bit 1 pause), byte 1: split point; then the stream.
+    whole, split = b"\x00\x00", b"\x03\x80"
+    pipelined = (v["echo_request"] + v["add_request"] + v["store_request"] +
+                 request("ns::calc::div", i32(1) + i32(0), request_id=FIRST_ID + 4))
+    seeds = {
+        "echo_request": whole + v["echo_request"],
+        "store_request": whole + v["store_request"],
+        "store_owned_attachment": whole + request("store", s("k12"), b"\x01\x02\x03"),
+        "add_request_split": split + v["add_request"],
+        "too_large_request": whole + v["too_large_request"],
+        "pipelined": whole + pipelined,
+        "pipelined_split": split + pipelined,
+        "div_by_zero": whole + request("ns::calc::div", i32(1) + i32(0)),
+        "coroutine_split": whole + request("split", s("a,b,,c") + u8(1)),
+        "coroutine_throws": whole + request("throws_later", u8(2)),
+        "coroutines_then_bad_magic": whole + request("split", s("x,y") + u8(3)) +
+        request("throws_later", u8(1), request_id=FIRST_ID + 1) + b"GET / HTTP/1.1\r\n\r\n" + b"\x00" * 14,
+        "unknown_function": whole + request("ns::calc::mod", i32(1) + i32(2)),
+        "bad_arguments": whole + request("echo", b""),
+        "http": whole + b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "response_frame": whole + v["echo_response"],
+        "partial_body": whole + v["echo_request"][:35],
+        "partial_header": whole + v["echo_request"][:20],
+        "request_then_too_large": whole + v["echo_request"] + v["too_large_request"],
+    }
+    return seeds
+
+
+def client_reply_seeds(v):
+    # Byte 0: options (bit 0 patch ids, bit 1 two calls, bit 2 hold, bit 3 split,
+    # bits 4-6 function: 0 echo, 1 add, 2 ping, 3 lookup, 4 list, 5 view, 6 echo+attachment,
+    # 7 ping+attachment; bit 7 zero-copy attachment), byte 1: split point; then the reply.
+    def opts(fn, patch=True, two=False, hold=False, split=False):
+        return bytes([(fn << 4) | patch | (two << 1) | (hold << 2) | (split << 3), 0x80])
+
+    record = (u32(5) + vec([s("f") + vec([b"\x01"])]) + some(varint(1) + s("e")))
+    seeds = {
+        "echo_response": opts(0) + v["echo_response"],
+        "echo_response_split": opts(0, split=True) + v["echo_response"],
+        "add_response": opts(1) + v["add_response"],
+        "store_response_void": opts(2) + v["store_response"],
+        "not_found": opts(1) + v["not_found_response"],
+        "handler_error": opts(1) + v["handler_error_response"],
+        "bad_request": opts(0) + v["bad_request_response"],
+        "too_large": opts(0) + v["too_large_response"],
+        "protocol_error_id0": opts(0, patch=False) + v["protocol_error_response"],
+        "lookup_record": opts(3) + response(record),
+        "list": opts(4) + response(vec([s("a"), s("bc")])),
+        "view": opts(5) + response(s("v")),
+        "echo_with_attachment": opts(6) + response(s("att"), b"\xde\xad"),
+        "ping_with_attachment": opts(7) + response(b"", b"xyz"),
+        "two_calls": opts(1, two=True) + response(i32(3)) + response(i32(4)),
+        "two_calls_reordered_hold": opts(1, two=True, hold=True) + response(i32(3)) + response(i32(4)),
+        "late_id": opts(1, patch=False) + response(i32(3), request_id=FIRST_ID + 99),
+        "garbage": opts(1) + b"\x7f" * 64,
+        "request_frame": opts(0, patch=False) + v["echo_request"],
+        "over_client_limit": opts(0) + response(b"")[:20] + b"\x7f\x7f\x7f\x7f" + b"\x00" * 8,
+        "undecodable_result": opts(1) + response(b"x"),
+        "unknown_status": opts(1) + response(s("why"), status=200),
+        "partial": opts(0, hold=True) + v["echo_response"][:30],
+    }
+    return seeds
+
+
+def write(target, seeds):
+    d = OUT / target
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    for name, data in seeds.items():
+        (d / name).write_bytes(data)
+    print(f"{target}: {len(seeds)} seeds, {sum(map(len, seeds.values()))} bytes")
+
+
+def main():
+    v = doc_vectors()
+    write("frame_header", frame_header_seeds(v))
+    write("codec", codec_seeds())
+    write("server_stream", server_stream_seeds(v))
+    write("client_reply", client_reply_seeds(v))
+
+
+if __name__ == "__main__":
+    main()

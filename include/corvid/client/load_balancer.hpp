@@ -1,0 +1,89 @@
+#pragma once
+// load_balancer: calls spread over several endpoints, each with its own client_pool.
+// Endpoints whose connections fail are ejected for a growing back-off, then probed with one
+// call and restored when it succeeds. Endpoints can be added and removed while running.
+//
+//   auto lb = corvid::load_balancer::create({{"10.0.0.1:9000"}, {"10.0.0.2:9000", 2}}, cfg);
+//   auto r = co_await lb->call<echo>("hello");
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "corvid/client/client_pool.hpp"
+
+namespace corvid {
+
+enum class lb_policy { round_robin, weighted_round_robin, random, power_of_two_choices };
+
+struct lb_endpoint {
+  std::string address;  // "host:port" or "unix:/path"
+  unsigned weight = 1;  // weighted_round_robin only
+};
+
+struct lb_config {
+  lb_policy policy = lb_policy::round_robin;
+  pool_config pool;  // settings of each endpoint's pool
+  // An endpoint whose call fails to reach it (connect_failed, connection_closed) is ejected for
+  // eject_base * 2^(ejections-1), at most eject_max; then one probe call decides.
+  std::chrono::milliseconds eject_base{1000};
+  std::chrono::milliseconds eject_max{30000};
+};
+
+struct lb_endpoint_stats {
+  std::string address;
+  std::uint64_t calls = 0;  // calls routed to it
+  std::uint64_t failures = 0;
+  bool ejected = false;
+  std::size_t in_flight = 0;
+};
+
+class load_balancer : public std::enable_shared_from_this<load_balancer> {
+ public:
+  static std::shared_ptr<load_balancer> create(std::vector<lb_endpoint> endpoints,
+                                               lb_config config = {});
+  void add_endpoint(lb_endpoint endpoint);
+  // Stops routing to it; its pool (and connections) go away once calls on it have ended.
+  bool remove_endpoint(const std::string& address);
+
+  template <auto F, class... Args>
+  task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
+    auto picked = pick();
+    if (!picked) co_return unexpected(std::move(picked).error());
+    node& n = **picked;
+    n.in_flight.fetch_add(1, std::memory_order_relaxed);
+    auto r = co_await n.pool->template call<F>(std::move(args)...);
+    n.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    report(n, r.has_value() ? rpc_errc::ok : r.error().code());
+    co_return r;
+  }
+
+  std::vector<lb_endpoint_stats> stats() const;
+
+ private:
+  struct node {
+    lb_endpoint endpoint;
+    std::shared_ptr<client_pool> pool;
+    std::atomic<std::size_t> in_flight{0};
+    std::atomic<std::uint64_t> calls{0}, failures{0};
+    // Under the balancer's mutex:
+    std::chrono::steady_clock::time_point ejected_until{};
+    unsigned ejections = 0;
+    bool probing = false;  // a probe call is out; others still avoid the endpoint
+    long long current_weight = 0;
+  };
+  explicit load_balancer(lb_config config) : config_(std::move(config)) {}
+  expected<std::shared_ptr<node>, rpc_error> pick();
+  void report(node& n, rpc_errc result);
+
+  const lb_config config_;
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<node>> nodes_;
+  std::size_t next_ = 0;
+  std::minstd_rand rng_{std::random_device{}()};
+};
+
+}  // namespace corvid

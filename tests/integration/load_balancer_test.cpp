@@ -1,0 +1,118 @@
+// load_balancer: policies, ejection of a dead endpoint and its return, endpoint removal.
+#include <map>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace corvid_test {
+namespace {
+
+// Each test server answers calculator::plus(0) with its own base, identifying itself.
+std::unique_ptr<test_server> server_with_base(int base, std::uint16_t port = 0) {
+  auto cfg = test_server::make_config();
+  cfg.port = port;
+  auto s = std::make_unique<test_server>(cfg);
+  s->calc().base = base;
+  return s;
+}
+
+std::uint16_t unused_port() {
+  asio::io_context io;
+  asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
+  return a.local_endpoint().port();
+}
+
+// Makes `n` calls and counts which server (by base) answered each; failures under -1.
+std::map<int, int> spread(corvid::load_balancer& lb, int n) {
+  return corvid::sync_wait([&]() -> corvid::task<std::map<int, int>> {
+    std::map<int, int> seen;
+    for (int i = 0; i < n; ++i) {
+      auto r = co_await lb.call<&calculator::plus>(0);
+      ++seen[r ? *r : -1];
+    }
+    co_return seen;
+  }());
+}
+
+TEST(load_balancer, round_robin_spreads_evenly) {
+  auto a = server_with_base(1), b = server_with_base(2), c = server_with_base(3);
+  auto lb = corvid::load_balancer::create({{a->endpoint()}, {b->endpoint()}, {c->endpoint()}});
+  auto seen = spread(*lb, 300);
+  EXPECT_EQ(seen, (std::map<int, int>{{1, 100}, {2, 100}, {3, 100}}));
+}
+
+TEST(load_balancer, weighted_round_robin_follows_weights) {
+  auto a = server_with_base(1), b = server_with_base(2), c = server_with_base(3);
+  corvid::lb_config cfg;
+  cfg.policy = corvid::lb_policy::weighted_round_robin;
+  auto lb = corvid::load_balancer::create(
+      {{a->endpoint(), 1}, {b->endpoint(), 2}, {c->endpoint(), 3}}, cfg);
+  auto seen = spread(*lb, 600);
+  EXPECT_EQ(seen, (std::map<int, int>{{1, 100}, {2, 200}, {3, 300}}));
+}
+
+TEST(load_balancer, random_and_power_of_two_reach_every_endpoint) {
+  auto a = server_with_base(1), b = server_with_base(2), c = server_with_base(3);
+  for (auto policy : {corvid::lb_policy::random, corvid::lb_policy::power_of_two_choices}) {
+    corvid::lb_config cfg;
+    cfg.policy = policy;
+    auto lb =
+        corvid::load_balancer::create({{a->endpoint()}, {b->endpoint()}, {c->endpoint()}}, cfg);
+    auto seen = spread(*lb, 600);
+    EXPECT_EQ(seen.count(-1), 0u);
+    for (int base : {1, 2, 3}) EXPECT_GT(seen[base], 60) << "endpoint " << base;
+  }
+}
+
+TEST(load_balancer, dead_endpoint_is_ejected_then_restored_when_it_returns) {
+  auto a = server_with_base(1), b = server_with_base(2);
+  const std::uint16_t dead = unused_port();
+  const std::string dead_ep = "127.0.0.1:" + std::to_string(dead);
+  corvid::lb_config cfg;
+  cfg.eject_base = 300ms;
+  cfg.pool.reconnect_backoff_initial = 10ms;
+  auto lb = corvid::load_balancer::create({{a->endpoint()}, {b->endpoint()}, {dead_ep}}, cfg);
+  auto first = spread(*lb, 30);
+  EXPECT_LE(first[-1], 1) << "only the call that found it dead may fail";
+  auto routed_to_dead = [&] {
+    for (auto& s : lb->stats()) {
+      if (s.address == dead_ep) return s.calls;
+    }
+    return std::uint64_t{0};
+  };
+  const auto dead_calls = routed_to_dead();
+  auto during = spread(*lb, 100);  // well within the 300 ms ejection
+  EXPECT_EQ(during.count(-1), 0u);
+  EXPECT_EQ(routed_to_dead(), dead_calls) << "a call was routed to the ejected endpoint";
+  // The endpoint comes back; after its ejection ends, a probe succeeds and it is used again.
+  auto revived = server_with_base(3, dead);
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  std::map<int, int> later;
+  while (later[3] == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(50ms);
+    later = spread(*lb, 30);
+  }
+  EXPECT_GT(later[3], 0) << "the restored endpoint never got calls again";
+}
+
+TEST(load_balancer, removing_an_endpoint_releases_its_connections) {
+  auto a = server_with_base(1), b = server_with_base(2);
+  auto lb = corvid::load_balancer::create({{a->endpoint()}, {b->endpoint()}});
+  spread(*lb, 20);
+  EXPECT_EQ(b->server().connection_count(), 1u);
+  EXPECT_TRUE(lb->remove_endpoint(b->endpoint()));
+  EXPECT_FALSE(lb->remove_endpoint(b->endpoint()));
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (b->server().connection_count() != 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(b->server().connection_count(), 0u);
+  auto seen = spread(*lb, 20);
+  EXPECT_EQ(seen, (std::map<int, int>{{1, 20}}));
+  lb->add_endpoint({b->endpoint()});
+  seen = spread(*lb, 20);
+  EXPECT_EQ(seen, (std::map<int, int>{{1, 10}, {2, 10}}));
+}
+
+}  // namespace
+}  // namespace corvid_test
