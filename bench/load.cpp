@@ -40,8 +40,13 @@ task<void> worker(rpc_client* client, client_pool* pool, lane& l, shared_state& 
   const auto response = static_cast<std::uint32_t>(p.response_size);
   while (st.phase.load(std::memory_order_relaxed) != stop) {
     const auto t0 = clock::now();
-    auto r = pool != nullptr ? co_await pool->call_with<bench_call>(opts, response, p.echo)
-                             : co_await client->call_with<bench_call>(opts, response, p.echo);
+    // Not `c ? co_await a : co_await b`: g++ 12 destroys that expression's result twice.
+    expected<with_attachment<void>, rpc_error> r;
+    if (pool != nullptr) {
+      r = co_await pool->call_with<bench_call>(opts, response, p.echo);
+    } else {
+      r = co_await client->call_with<bench_call>(opts, response, p.echo);
+    }
     const auto t1 = clock::now();
     if (st.phase.load(std::memory_order_relaxed) != measure) continue;
     if (r) {

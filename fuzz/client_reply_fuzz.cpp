@@ -31,24 +31,24 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <poll.h>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unistd.h>
 #include <variant>
 #include <vector>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include "corvid/client/rpc_client.hpp"
 #include "corvid/codec/codec.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/sync_wait.hpp"
 #include "corvid/task.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 // The functions the client calls: only their signatures matter (they never run here).
 struct record {
@@ -116,8 +116,7 @@ struct outcome {
 
 template <auto F, bool WithAttachment>
 using result_of = corvid::expected<
-    std::conditional_t<WithAttachment,
-                       corvid::with_attachment<corvid::detail::client_result_t<F>>,
+    std::conditional_t<WithAttachment, corvid::with_attachment<corvid::detail::client_result_t<F>>,
                        corvid::detail::client_result_t<F>>,
     corvid::rpc_error>;
 
@@ -156,7 +155,8 @@ void write_all(int fd, std::string_view bytes) {
 
 std::uint32_t le32(std::string_view s, std::size_t at) {
   std::uint32_t v = 0;
-  for (std::size_t i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<std::uint8_t>(s[at + i])} << (8 * i);
+  for (std::size_t i = 0; i < 4; ++i)
+    v |= std::uint32_t{static_cast<std::uint8_t>(s[at + i])} << (8 * i);
   return v;
 }
 
@@ -174,8 +174,8 @@ void check_against_first_frame(std::string_view reply, std::uint64_t id,
   if (h.type != protocol::msg_type::response || h.request_id != id) return;
   if (reply.size() < h.frame_size()) return;
   const std::string_view body = reply.substr(protocol::header_size, h.body_length);
-  const std::string_view attachment = reply.substr(protocol::header_size + h.body_length,
-                                                   h.attachment_length);
+  const std::string_view attachment =
+      reply.substr(protocol::header_size + h.body_length, h.attachment_length);
   if (h.status != rpc_errc::ok) {
     check(!got.has_value() && got.error().code() == h.status, "error status not passed up");
     std::string message;
@@ -223,8 +223,8 @@ void run(std::uint8_t options, std::uint8_t split, std::string reply, Args... ar
   cfg.request_timeout = 0ms;
   cfg.zero_copy_threshold = zero_copy ? 8 : 0;
   corvid::rpc_client client(cfg);
-  if (auto ec = corvid::sync_wait(
-          connect_client(client, "127.0.0.1:" + std::to_string(listen_port)))) {
+  if (auto ec =
+          corvid::sync_wait(connect_client(client, "127.0.0.1:" + std::to_string(listen_port)))) {
     die("client connect failed");
   }
   pollfd p{listener, POLLIN, 0};
@@ -273,7 +273,8 @@ void run(std::uint8_t options, std::uint8_t split, std::string reply, Args... ar
   if (!hold) ::shutdown(fd, SHUT_WR);
 
   for (auto& o : out) o.wait();
-  if (calls == 1 && !hold) check_against_first_frame<F, WithAttachment>(reply, ids[0], *out[0].result);
+  if (calls == 1 && !hold)
+    check_against_first_frame<F, WithAttachment>(reply, ids[0], *out[0].result);
   ::close(fd);
 }
 
@@ -299,14 +300,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t options = data[0];
   std::string reply(reinterpret_cast<const char*>(data) + 2, size - 2);
   switch ((options >> 4) & 7) {
-    case 0: run<echo, false>(options, data[1], std::move(reply), std::string("hi")); break;
-    case 1: run<add, false>(options, data[1], std::move(reply), 1, 2); break;
-    case 2: run<ping, false>(options, data[1], std::move(reply)); break;
-    case 3: run<lookup, false>(options, data[1], std::move(reply), std::string("k")); break;
-    case 4: run<list, false>(options, data[1], std::move(reply), std::uint8_t{3}); break;
-    case 5: run<view, false>(options, data[1], std::move(reply), std::string_view("v")); break;
-    case 6: run<echo, true>(options, data[1], std::move(reply), std::string("att")); break;
-    case 7: run<ping, true>(options, data[1], std::move(reply)); break;
+    case 0:
+      run<echo, false>(options, data[1], std::move(reply), std::string("hi"));
+      break;
+    case 1:
+      run<add, false>(options, data[1], std::move(reply), 1, 2);
+      break;
+    case 2:
+      run<ping, false>(options, data[1], std::move(reply));
+      break;
+    case 3:
+      run<lookup, false>(options, data[1], std::move(reply), std::string("k"));
+      break;
+    case 4:
+      run<list, false>(options, data[1], std::move(reply), std::uint8_t{3});
+      break;
+    case 5:
+      run<view, false>(options, data[1], std::move(reply), std::string_view("v"));
+      break;
+    case 6:
+      run<echo, true>(options, data[1], std::move(reply), std::string("att"));
+      break;
+    case 7:
+      run<ping, true>(options, data[1], std::move(reply));
+      break;
   }
   return 0;
 }

@@ -142,22 +142,56 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
   using any = std::variant<std::monostate, std::int64_t, std::string, std::vector<bool>>;
   switch (data[0] % 16) {
-    case 0: run<message>(input); break;
-    case 1: run<registry, order::sorted_keys>(input); break;
-    case 2: run<std::string_view>(input); break;
-    case 3: run<std::vector<std::string>>(input); break;
-    case 4: run<std::map<int, std::vector<std::uint8_t>>, order::sorted_keys>(input); break;
-    case 5: run<std::optional<any>>(input); break;
-    case 6: run<std::tuple<std::uint8_t, std::string, bool, std::optional<std::int32_t>>>(input); break;
-    case 7: run<std::array<std::uint16_t, 4>>(input); break;
-    case 8: run<std::array<std::optional<std::string>, 3>>(input); break;
-    case 9: run<sample, order::canonical, equality::by_encoding>(input); break;
-    case 10: run<std::pair<std::string_view, std::span<const std::byte>>, order::canonical, equality::by_encoding>(input); break;
-    case 11: run<std::unordered_map<std::string, std::int32_t>, order::any_order>(input); break;
-    case 12: run<std::vector<std::variant<bool, color, std::string_view>>>(input); break;
-    case 13: run<std::vector<leaf>>(input); break;
-    case 14: run<std::tuple<std::vector<rgb>, std::vector<padded>, std::set<std::string>>, order::sorted_keys>(input); break;
-    case 15: run<std::vector<std::vector<std::tuple<std::string, toggle>>>>(input); break;
+    case 0:
+      run<message>(input);
+      break;
+    case 1:
+      run<registry, order::sorted_keys>(input);
+      break;
+    case 2:
+      run<std::string_view>(input);
+      break;
+    case 3:
+      run<std::vector<std::string>>(input);
+      break;
+    case 4:
+      run<std::map<int, std::vector<std::uint8_t>>, order::sorted_keys>(input);
+      break;
+    case 5:
+      run<std::optional<any>>(input);
+      break;
+    case 6:
+      run<std::tuple<std::uint8_t, std::string, bool, std::optional<std::int32_t>>>(input);
+      break;
+    case 7:
+      run<std::array<std::uint16_t, 4>>(input);
+      break;
+    case 8:
+      run<std::array<std::optional<std::string>, 3>>(input);
+      break;
+    case 9:
+      run<sample, order::canonical, equality::by_encoding>(input);
+      break;
+    case 10:
+      run<std::pair<std::string_view, std::span<const std::byte>>, order::canonical,
+          equality::by_encoding>(input);
+      break;
+    case 11:
+      run<std::unordered_map<std::string, std::int32_t>, order::any_order>(input);
+      break;
+    case 12:
+      run<std::vector<std::variant<bool, color, std::string_view>>>(input);
+      break;
+    case 13:
+      run<std::vector<leaf>>(input);
+      break;
+    case 14:
+      run<std::tuple<std::vector<rgb>, std::vector<padded>, std::set<std::string>>,
+          order::sorted_keys>(input);
+      break;
+    case 15:
+      run<std::vector<std::vector<std::tuple<std::string, toggle>>>>(input);
+      break;
   }
   return 0;
 }

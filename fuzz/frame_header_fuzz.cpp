@@ -79,8 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // boundary of the lengths it chose.
   auto* in = static_cast<std::uint8_t*>(std::malloc(header_size));
   std::memcpy(in, data, header_size);
-  const std::uint32_t limits[] = {0, 1, 4096, default_max_frame_size, 0x7fffffffu, 0xfffffffeu,
-                                  0xffffffffu};
+  const std::uint32_t limits[] = {0,           1,           4096,       default_max_frame_size,
+                                  0x7fffffffu, 0xfffffffeu, 0xffffffffu};
   for (std::uint32_t max : limits) check_one(in, max);
   if (size >= header_size + 4) check_one(in, static_cast<std::uint32_t>(le(data + 32, 4)));
   std::free(in);

@@ -28,13 +28,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <vector>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
+#include <vector>
 
 #include "corvid/client/rpc_client.hpp"
 #include "corvid/codec/codec.hpp"
@@ -44,6 +39,11 @@
 #include "corvid/server/rpc_server.hpp"
 #include "corvid/sync_wait.hpp"
 #include "corvid/task.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 // The handlers. Global and in `ns`, like docs/protocol.md's examples, so the doc's request
 // vectors (echo, store, ns::calc::add / div) are valid seeds with the same function ids.
