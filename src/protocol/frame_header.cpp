@@ -41,8 +41,8 @@ std::string_view to_string(header_errc e) noexcept {
 
 // Layout (offsets in bytes): 0 magic "CV", 2 version, 3 type, 4 flags, 5 status,
 // 6 reserved u16, 8 request id u64, 16 function id u32, 20 body length u32,
-// 24 attachment length u32, 28 reserved u32. Reserved fields are zero on send and
-// ignored on receive, so later versions can use them without breaking v1 peers.
+// 24 attachment length u32, 28 timeout ms u32 (requests; was reserved in the first v1, and
+// v1 receivers ignore it). The reserved u16 is zero on send and ignored on receive.
 void encode_header(const frame_header& h, char* out) noexcept {
   out[0] = static_cast<char>(magic0);
   out[1] = static_cast<char>(magic1);
@@ -55,7 +55,7 @@ void encode_header(const frame_header& h, char* out) noexcept {
   store_le<std::uint32_t>(out + 16, h.function_id);
   store_le<std::uint32_t>(out + 20, h.body_length);
   store_le<std::uint32_t>(out + 24, h.attachment_length);
-  store_le<std::uint32_t>(out + 28, 0);
+  store_le<std::uint32_t>(out + 28, h.timeout_ms);
 }
 
 header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_payload) noexcept {
@@ -75,6 +75,7 @@ header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_p
   out.function_id = load_le<std::uint32_t>(in + 16);
   out.body_length = load_le<std::uint32_t>(in + 20);
   out.attachment_length = load_le<std::uint32_t>(in + 24);
+  out.timeout_ms = load_le<std::uint32_t>(in + 28);
   if (out.payload_size() > max_payload) return header_errc::too_large;
   return header_errc::ok;
 }

@@ -118,12 +118,20 @@ void server_core::accept_next() {
     const auto peer = socket.remote_endpoint(ignored);
     auto conn = std::make_shared<server_connection>(
         *this, std::move(socket), ignored ? std::string("unknown") : to_string(peer));
+    bool over_limit;
     {
       std::lock_guard lk(mutex_);
       if (stopping_) return;  // the socket closes as `conn` goes away
+      over_limit = config.max_connections != 0 && connections_.size() >= config.max_connections;
       connections_.emplace(conn.get(), conn);
     }
-    asio::post(conn->reactor(), [conn] { conn->start(); });
+    if (over_limit) {
+      asio::post(conn->reactor(), [conn, limit = config.max_connections] {
+        conn->refuse("server at its connection limit (" + std::to_string(limit) + ")");
+      });
+    } else {
+      asio::post(conn->reactor(), [conn] { conn->start(); });
+    }
     accept_next();
   });
 }

@@ -27,7 +27,36 @@ server_connection::server_connection(server_core& core,
       peer_(std::move(peer)),
       read_buf_(core.config.read_buffer_size) {}
 
-void server_connection::start() { read_more(); }
+void server_connection::start() {
+  if (core_.config.idle_timeout.count() > 0) {
+    idle_timer_.emplace(reactor_);
+    last_activity_ = std::chrono::steady_clock::now();
+    arm_idle_timer();
+  }
+  read_more();
+}
+
+void server_connection::refuse(std::string reason) {
+  fail(0, rpc_errc::server_busy, reason);
+  flush();
+}
+
+void server_connection::arm_idle_timer() {
+  // Fires at last activity + idle_timeout; activity since then just re-arms it.
+  idle_timer_->expires_at(last_activity_ + core_.config.idle_timeout);
+  idle_timer_->async_wait([self = std::static_pointer_cast<server_connection>(shared_from_this())](
+                              const std::error_code& ec) {
+    if (ec || self->closed_) return;
+    const bool idle =
+        std::chrono::steady_clock::now() >= self->last_activity_ + self->core_.config.idle_timeout;
+    if (idle && self->in_flight_ == 0 && !self->writing_ && self->pending_.empty()) {
+      self->close();
+      return;
+    }
+    if (idle) self->last_activity_ = std::chrono::steady_clock::now();  // busy: from now
+    self->arm_idle_timer();
+  });
+}
 
 void server_connection::read_more() {
   if (closed_ || stop_reading_ || reading_) return;
@@ -58,7 +87,9 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
   if (n == read_buf_.tail_room() && read_room_ < max_read_room) read_room_ *= 2;
   read_buf_.commit(n);
   core_.stats.on_read(n);
+  read_time_ = std::chrono::steady_clock::now();  // deadlines count from arrival
   const bool ok = process_frames();
+  if (idle_timer_) last_activity_ = std::chrono::steady_clock::now();  // after slow handlers
   flush();
   if (ok) read_more();
   close_if_done();
@@ -108,8 +139,18 @@ bool server_connection::process_frames() {
 }
 
 void server_connection::dispatch(const protocol::frame_header& h, const char* payload) {
-  const request_view req{h.request_id, h.function_id, std::string_view(payload, h.body_length),
-                         std::string_view(payload + h.body_length, h.attachment_length)};
+  request_view req{h.request_id, h.function_id, std::string_view(payload, h.body_length),
+                   std::string_view(payload + h.body_length, h.attachment_length)};
+  if (h.timeout_ms != 0) {
+    req.deadline = read_time_ + std::chrono::milliseconds(h.timeout_ms);
+    // Requests queued behind slow work: the caller has given up, so don't run the handler.
+    if (std::chrono::steady_clock::now() >= req.deadline) {
+      reply_error(h.request_id, rpc_errc::timeout,
+                  "deadline of " + std::to_string(h.timeout_ms) +
+                      " ms passed before the handler could run");
+      return;
+    }
+  }
   const handler_entry* entry = core_.find(h.function_id);
   if (entry == nullptr) {
     char msg[64];
@@ -229,6 +270,7 @@ void server_connection::flush() {
 void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   writing_ = false;
   core_.stats.on_write(sending_.frames(), write_calls_, n);
+  if (idle_timer_) last_activity_ = std::chrono::steady_clock::now();
   sending_.clear();
   if (ec) {
     close();
@@ -258,6 +300,7 @@ void server_connection::force_close() { close(); }
 void server_connection::close() {
   if (closed_) return;
   closed_ = true;
+  if (idle_timer_) idle_timer_->cancel();
   std::error_code ignored;
   socket_.shutdown(asio::socket_base::shutdown_both, ignored);
   socket_.close(ignored);

@@ -1,9 +1,11 @@
 #pragma once
 // One accepted socket, owned by one reactor for its whole life: everything below runs on
 // that reactor's thread, so nothing here is locked.
+#include <optional>
 #include <string>
 
 #include <asio/generic/stream_protocol.hpp>
+#include <asio/steady_timer.hpp>
 
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
@@ -19,9 +21,10 @@ class server_connection final : public reply_channel {
   server_connection(server_core& core, asio::generic::stream_protocol::socket socket,
                     std::string peer);
 
-  void start();        // begins reading
-  void begin_drain();  // stop(): answer what is in flight, then close
-  void force_close();  // stop() timed out
+  void start();                     // begins reading
+  void refuse(std::string reason);  // sends a server_busy error frame, then closes
+  void begin_drain();               // stop(): answer what is in flight, then close
+  void force_close();               // stop() timed out
 
   // reply_channel
   outbound_queue& begin_reply(std::uint64_t request_id) override;
@@ -46,15 +49,20 @@ class server_connection final : public reply_channel {
   void on_write(const std::error_code& ec, std::size_t n);
   void close_if_done();
   void close();
+  void arm_idle_timer();
 
   server_core& core_;
   asio::generic::stream_protocol::socket socket_;
   asio::io_context& reactor_;
   std::string peer_;
   byte_buffer read_buf_;
-  outbound_queue pending_;        // replies queued while a write is in flight
-  outbound_queue sending_;        // the write in flight
-  std::size_t read_room_ = 4096;  // grows while reads fill it
+  outbound_queue pending_;                             // replies queued while a write is in flight
+  outbound_queue sending_;                             // the write in flight
+  std::size_t read_room_ = 4096;                       // grows while reads fill it
+  std::chrono::steady_clock::time_point read_time_{};  // when the current batch arrived
+  std::optional<asio::steady_timer> idle_timer_;       // only with server_config::idle_timeout
+  // Last read, end of dispatch or write completion: what "idle" is measured from.
+  std::chrono::steady_clock::time_point last_activity_{};
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::size_t in_flight_ = 0;      // coroutine handlers running

@@ -233,12 +233,24 @@ class ClientConformance : public ::testing::Test {
   rpc_client client_{config()};
 };
 
+// The doc's requests carry no deadline; the client sends its configured 10 s budget in the
+// timeout field (offset 28) of every request frame. Patch that into the expected bytes.
+std::string with_timeout(std::string frames, std::uint32_t ms) {
+  for (std::size_t at = 0; at + header_size <= frames.size();) {
+    frame_header h;
+    EXPECT_EQ(decode_header(frames.data() + at, h, UINT32_MAX), header_errc::ok);
+    for (int i = 0; i < 4; ++i) frames[at + 28 + i] = static_cast<char>((ms >> (8 * i)) & 0xff);
+    at += h.frame_size();
+  }
+  return frames;
+}
+
 TEST_F(ClientConformance, SendsTheDocRequestsAndMatchesRepliesById) {
   auto calls =
       std::async(std::launch::async, [&] { return sync_wait(pipelined_calls(client_, port())); });
   server_.accept(acceptor_);
-  const std::string want =
-      doc_.at("echo_request") + doc_.at("store_request") + doc_.at("add_request");
+  const std::string want = with_timeout(
+      doc_.at("echo_request") + doc_.at("store_request") + doc_.at("add_request"), 10000);
   EXPECT_EQ(hex(server_.read(want.size())), hex(want));
   // Replies in reverse order: the client must route them by request id.
   server_.send(doc_.at("add_response") + doc_.at("store_response") + doc_.at("echo_response"));
@@ -255,7 +267,7 @@ task<rpc_error> one_echo(rpc_client& client, std::uint16_t port) {
 TEST_F(ClientConformance, IdZeroErrorFailsPendingCalls) {
   auto call = std::async(std::launch::async, [&] { return sync_wait(one_echo(client_, port())); });
   server_.accept(acceptor_);
-  const std::string req = request<echo>(first_id, {}, "x");
+  const std::string req = with_timeout(request<echo>(first_id, {}, "x"), 10000);
   EXPECT_EQ(hex(server_.read(req.size())), hex(req));
   server_.send(doc_.at("protocol_error_response"));
   const rpc_error e = call.get();

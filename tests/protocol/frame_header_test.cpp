@@ -62,6 +62,7 @@ void expect_same(const frame_header& a, const frame_header& b) {
   EXPECT_EQ(a.function_id, b.function_id);
   EXPECT_EQ(a.body_length, b.body_length);
   EXPECT_EQ(a.attachment_length, b.attachment_length);
+  EXPECT_EQ(a.timeout_ms, b.timeout_ms);
 }
 
 TEST(FrameHeader, EncodesExactBytes) {
@@ -85,8 +86,9 @@ TEST(FrameHeader, DecodesFromAnUnalignedBuffer) {
   expect_same(out, cases[1].h);
 }
 
-// Reserved bytes are room for later versions (e.g. deadlines): a v1 receiver must ignore them.
-// Flags are passed up undecoded; none has a meaning in v1.
+// The reserved u16 is room for later versions: a receiver must ignore it. Offset 28 is the
+// request's timeout in ms (it was reserved before deadlines travelled on the wire). Flags are
+// passed up undecoded; none has a meaning yet.
 TEST(FrameHeader, IgnoresReservedBytesAndKeepsFlags) {
   std::string bytes = unhex(cases[1].hex);
   for (int i : {6, 7, 28, 29, 30, 31}) bytes[i] = '\x5a';
@@ -95,7 +97,20 @@ TEST(FrameHeader, IgnoresReservedBytesAndKeepsFlags) {
   ASSERT_EQ(decode_header(bytes.data(), out, u32_max), header_errc::ok);
   frame_header want = cases[1].h;
   want.flags = 0xff;
+  want.timeout_ms = 0x5a5a5a5a;
   expect_same(out, want);
+}
+
+TEST(FrameHeader, TimeoutRoundTripsAtOffset28) {
+  frame_header h;
+  h.request_id = 7;
+  h.timeout_ms = 30000;
+  std::string bytes(header_size, '\0');
+  encode_header(h, bytes.data());
+  EXPECT_EQ(hex(bytes.substr(28, 4)), hex(std::string("\x30\x75\x00\x00", 4)));
+  frame_header out;
+  ASSERT_EQ(decode_header(bytes.data(), out, u32_max), header_errc::ok);
+  EXPECT_EQ(out.timeout_ms, 30000u);
 }
 
 header_errc decode_with(std::size_t index, char value, std::uint32_t limit = u32_max) {

@@ -92,6 +92,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
     h.function_id = function_id;
     h.body_length = static_cast<std::uint32_t>(body);
     h.attachment_length = static_cast<std::uint32_t>(attachment.size());
+    // The deadline travels with the request, so the server can skip work nobody awaits.
+    h.timeout_ms = static_cast<std::uint32_t>(std::min<std::chrono::milliseconds::rep>(
+        std::max<std::chrono::milliseconds::rep>(timeout.count(), 0), UINT32_MAX));
     protocol::encode_header(h, out_.at(mark));  // after encoding: the buffer may have moved
     out_.count_frame();
     const bool kick = schedule_flush_locked();

@@ -1,6 +1,7 @@
 #pragma once
 // Turns a registered function into a type-erased request handler: decode the arguments the
 // function's signature names, call it (plain, member or coroutine), encode what it returns.
+#include <chrono>
 #include <exception>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@ struct request_view {
   std::uint32_t function_id;
   std::string_view body;
   std::string_view attachment;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 using invoke_fn = void (*)(void* object, reply_channel& channel, const request_view& request);
@@ -78,7 +80,7 @@ void invoke_sync(void* object, reply_channel& ch, const request_view& req) {
                    bad_arguments_message(protocol::function_name<F>(), codec::to_string(ec)));
     return;
   }
-  request_context ctx(ch, req.request_id, req.function_id, req.attachment);
+  request_context ctx(ch, req.request_id, req.function_id, req.attachment, req.deadline);
   try {
     if constexpr (std::is_void_v<result>) {
       apply_handler<F>(object, ctx, args);
@@ -110,7 +112,8 @@ struct coroutine_call : pooled {
         storage(copy_request(req)),
         body(storage.data(), req.body.size()),
         ctx(ch, req.request_id, req.function_id,
-            std::string_view(storage.data() + req.body.size(), req.attachment.size())) {}
+            std::string_view(storage.data() + req.body.size(), req.attachment.size()),
+            req.deadline) {}
   std::shared_ptr<reply_channel> channel;
   std::uint64_t request_id;
   byte_buffer storage;

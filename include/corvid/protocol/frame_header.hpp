@@ -27,6 +27,9 @@ struct frame_header {
   std::uint32_t function_id = 0;
   std::uint32_t body_length = 0;
   std::uint32_t attachment_length = 0;
+  // Requests: the caller's remaining time budget in ms (0 = none). The server drops a request
+  // whose budget ran out before its handler could start. Zero in responses.
+  std::uint32_t timeout_ms = 0;
 
   std::size_t payload_size() const noexcept { return std::size_t{body_length} + attachment_length; }
   std::size_t frame_size() const noexcept { return header_size + payload_size(); }

@@ -2,7 +2,9 @@
 // Per-request context: a handler that declares `corvid::request_context&` as its first
 // parameter sees who called, which request this is, and the request's attachment, and can set
 // the reply's attachment. Attachments are raw bytes beside the encoded arguments, never encoded.
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,14 +18,23 @@ class reply_channel;
 class request_context {
  public:
   request_context(detail::reply_channel& channel, std::uint64_t request_id,
-                  std::uint32_t function_id, std::string_view attachment) noexcept
+                  std::uint32_t function_id, std::string_view attachment,
+                  std::chrono::steady_clock::time_point deadline =
+                      std::chrono::steady_clock::time_point::max()) noexcept
       : channel_(&channel),
         request_id_(request_id),
         function_id_(function_id),
-        request_attachment_(attachment) {}
+        request_attachment_(attachment),
+        deadline_(deadline) {}
 
   std::uint64_t request_id() const noexcept { return request_id_; }
   std::uint32_t function_id() const noexcept { return function_id_; }
+  // When the caller stops waiting (its timeout, carried on the wire), or nullopt if it has
+  // none. A coroutine handler can give up on work whose result nobody will read.
+  std::optional<std::chrono::steady_clock::time_point> deadline() const noexcept {
+    if (deadline_ == std::chrono::steady_clock::time_point::max()) return std::nullopt;
+    return deadline_;
+  }
   // "ip:port" of the client.
   std::string peer_address() const;
   // The request's attachment; valid until the handler returns (coroutine handlers: until
@@ -57,6 +68,7 @@ class request_context {
   std::uint64_t request_id_;
   std::uint32_t function_id_;
   std::string_view request_attachment_;
+  std::chrono::steady_clock::time_point deadline_;
   std::string owned_;
   std::string_view view_;
   bool has_owned_ = false;

@@ -19,6 +19,12 @@ struct server_config {
   std::uint32_t max_frame_size = protocol::default_max_frame_size;
   // How long stop() waits for in-flight calls to finish before closing connections anyway.
   std::chrono::milliseconds stop_timeout{5000};
+  // More connections than this (0 = unlimited) are refused: the extra connection receives a
+  // server_busy error frame naming the limit, then is closed.
+  std::size_t max_connections = 0;
+  // A connection that sends nothing and has no call running for this long is closed
+  // (0 = never).
+  std::chrono::milliseconds idle_timeout{0};
   // Initial per-connection read buffer; it grows for big frames and shrinks back after.
   std::size_t read_buffer_size = 8 * 1024;
   // Write coalescing: replies queued while a write is in flight leave together in one

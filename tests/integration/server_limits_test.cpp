@@ -1,0 +1,147 @@
+// Deadlines carried on the wire, connection limits and idle timeouts on the server.
+#include <atomic>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace corvid_test {
+namespace {
+
+std::atomic<int> counted_runs{0};
+// Blocks its reactor thread: requests behind it in the same read batch wait.
+int block_reactor(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms;
+}
+int counted() { return ++counted_runs; }
+// Milliseconds the caller has left, or -1 if it sent no deadline.
+int deadline_left(corvid::request_context& ctx) {
+  auto d = ctx.deadline();
+  if (!d) return -1;
+  return static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(*d - std::chrono::steady_clock::now())
+          .count());
+}
+
+class limits_server {
+ public:
+  explicit limits_server(corvid::server_config cfg) : server_(std::move(cfg)) {
+    server_.register_handler<block_reactor, counted, deadline_left, echo>();
+    if (auto ec = server_.async_start()) throw std::runtime_error(ec.message());
+  }
+  static corvid::server_config config() {
+    corvid::server_config c;
+    c.address = "127.0.0.1";
+    c.io_threads = 1;
+    return c;
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(server_.port()); }
+  corvid::rpc_server& server() { return server_; }
+
+ private:
+  corvid::rpc_server server_;
+};
+
+TEST(server_limits, request_whose_deadline_passed_while_queued_is_not_run) {
+  limits_server srv(limits_server::config());
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
+  counted_runs = 0;
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    // Both requests leave in one write and arrive in one read: the second waits 300 ms
+    // behind the first, longer than its 50 ms budget. Issued from the client's reactor (where
+    // a first reply resumes us) so the reactor cannot flush between them; deadlines count from
+    // when the server reads a request.
+    EXPECT_TRUE((co_await client.call<echo>("hop")).has_value());
+    auto slow = co_await client.send_request<block_reactor>(300);
+    auto late = co_await client.send_request_with<counted>({50ms, {}});
+    auto l = co_await std::move(late);
+    EXPECT_FALSE(l.has_value());
+    if (!l) {
+      EXPECT_EQ(l.error().code(), corvid::rpc_errc::timeout);
+    }
+    EXPECT_EQ((co_await std::move(slow)).value_or(-1), 300);
+    // Give the server time to answer the late request (with an error, not by running it).
+    co_await corvid::sleep_for(100ms);
+    auto after = co_await client.call<counted>();
+    EXPECT_EQ(after.value_or(-1), 1) << "the expired request's handler ran";
+  }());
+}
+
+TEST(server_limits, handler_sees_the_callers_deadline) {
+  limits_server srv(limits_server::config());
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    auto with = co_await client.call_for<deadline_left>(2s);
+    EXPECT_GT(with.value_or(-1), 1500);
+    EXPECT_LE(with.value_or(-1), 2000);
+    auto none = co_await client.call_with<deadline_left>({0ms, {}});  // 0: no deadline
+    EXPECT_TRUE(none.has_value());
+    if (none) {
+      EXPECT_EQ(none->value, -1);
+    }
+  }());
+}
+
+TEST(server_limits, connections_over_the_limit_are_refused_clearly) {
+  auto cfg = limits_server::config();
+  cfg.max_connections = 2;
+  limits_server srv(cfg);
+  auto call_echo = [&](corvid::rpc_client& c) {
+    return corvid::sync_wait(
+        [&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+          co_return co_await c.call<echo>("x");
+        }());
+  };
+  auto a = std::make_unique<corvid::rpc_client>();
+  corvid::rpc_client b, c;
+  ASSERT_FALSE(corvid::sync_wait(connect(*a, srv.endpoint())));
+  ASSERT_FALSE(corvid::sync_wait(connect(b, srv.endpoint())));
+  EXPECT_TRUE(call_echo(*a).has_value());
+  EXPECT_TRUE(call_echo(b).has_value());
+  ASSERT_FALSE(corvid::sync_wait(connect(c, srv.endpoint())));  // TCP accepts; corvid refuses
+  auto refused = call_echo(c);
+  ASSERT_FALSE(refused.has_value());
+  // server_busy if the call was sent before the refusal arrived; connection_closed (with the
+  // refusal as the reason) if the connection was already refused when the call was made.
+  EXPECT_TRUE(refused.error().code() == corvid::rpc_errc::server_busy ||
+              refused.error().code() == corvid::rpc_errc::connection_closed)
+      << refused.error().message();
+  EXPECT_NE(refused.error().message().find("connection limit (2)"), std::string::npos)
+      << refused.error().message();
+  a.reset();  // frees a slot
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (srv.server().connection_count() >= 2 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(2ms);
+  }
+  corvid::rpc_client d;
+  ASSERT_FALSE(corvid::sync_wait(connect(d, srv.endpoint())));
+  EXPECT_TRUE(call_echo(d).has_value());
+}
+
+TEST(server_limits, idle_connections_are_closed_busy_ones_are_not) {
+  auto cfg = limits_server::config();
+  cfg.idle_timeout = 100ms;
+  limits_server srv(cfg);
+  const auto port = static_cast<std::uint16_t>(std::stoi(srv.endpoint().substr(10)));
+  raw_connection silent(port);
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_TRUE(silent.closed_by_peer());
+  EXPECT_GE(std::chrono::steady_clock::now() - begin, 90ms);
+  // A client that keeps calling, and one whose call outlasts the timeout, stay connected.
+  corvid::rpc_client active;
+  ASSERT_FALSE(corvid::sync_wait(connect(active, srv.endpoint())));
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_TRUE((co_await active.call<echo>("x")).has_value());
+      co_await corvid::sleep_for(40ms);
+    }
+    auto long_call = co_await active.call<block_reactor>(250);
+    EXPECT_EQ(long_call.value_or(-1), 250);
+  }());
+  EXPECT_TRUE(active.is_connected());
+}
+
+}  // namespace
+}  // namespace corvid_test
