@@ -38,14 +38,11 @@ class fake_server {
 };
 
 std::string response(std::uint64_t id, std::string body, corvid::rpc_errc status = {}) {
-  std::string out(corvid::protocol::header_size, '\0');
   corvid::protocol::frame_header h;
   h.type = corvid::protocol::msg_type::response;
   h.request_id = id;
   h.status = status;
-  h.body_length = static_cast<std::uint32_t>(body.size());
-  corvid::protocol::encode_header(h, out.data());
-  return out + body;
+  return frame_bytes(h, body);
 }
 
 corvid::rpc_error call_add(const std::string& endpoint) {

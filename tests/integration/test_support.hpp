@@ -143,20 +143,26 @@ class raw_connection {
   asio::ip::tcp::socket socket_;
 };
 
-// Bytes of one request frame.
+// Bytes of one frame: a header for `body`, then `body`.
+inline std::string frame_bytes(corvid::protocol::frame_header h, std::string_view body) {
+  h.body_length = static_cast<std::uint32_t>(body.size());
+  std::string out(corvid::protocol::header_size, '\0');
+  corvid::protocol::encode_header(h, out.data());
+  out.append(body);
+  return out;
+}
+
+// Bytes of one request frame whose body encodes `args`.
 template <class... Args>
 std::string request_frame(std::uint64_t id, std::uint32_t function_id, const Args&... args) {
-  corvid::detail::outbound_queue body;
-  (corvid::codec::encode(body, args), ...);
-  std::string out(corvid::protocol::header_size, '\0');
+  std::string body;
+  corvid::codec::string_sink sink{body};
+  (corvid::codec::encode(sink, args), ...);
   corvid::protocol::frame_header h;
   h.type = corvid::protocol::msg_type::request;
   h.request_id = id;
   h.function_id = function_id;
-  h.body_length = static_cast<std::uint32_t>(body.size());
-  corvid::protocol::encode_header(h, out.data());
-  for (const auto& b : body.buffers()) out.append(static_cast<const char*>(b.data()), b.size());
-  return out;
+  return frame_bytes(h, body);
 }
 
 }  // namespace corvid_test
