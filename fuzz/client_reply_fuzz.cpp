@@ -4,9 +4,12 @@
 // result, error message and attachment. The "server" is this harness: a plain loopback
 // listener. Per input it accepts the client's connection, reads the client's request(s),
 // answers with the input bytes, and then closes its write side (or holds the connection open,
-// so the calls' deadlines have to end them).
+// so the calls' deadlines have to end them, or resets it). The input can also make the caller
+// close or destroy its rpc_client while the reply is being processed on the client's reactor,
+// racing the two.
 //
-// Input: byte 0 = options, byte 1 = split point (a fraction of the reply, /255), then the reply.
+// Input: byte 0 = options, byte 1 = split point (a fraction of the reply, /255), byte 2 = end
+// options, then the reply.
 //   bit 0: patch the real request ids into the reply's frames (at offset 8 of the first frame,
 //          then of the frame after it, as the reply's own length fields place it), so the
 //          fuzzer reaches result decoding without having to guess ids
@@ -15,10 +18,17 @@
 //   bit 3: write the reply in two parts, 1 ms apart (the split point is byte 1)
 //   bit 7: send a 16-byte request attachment from the caller's memory (zero-copy, pinned)
 //   bits 4-6: which function (its result type) the call is for
+// Byte 2 (how the connection ends):
+//   bit 0: the fake server resets the connection (SO_LINGER 0) instead of a FIN / holding it
+//   bit 1: the caller calls rpc_client::close() right after the reply is written
+//   bit 2: the caller destroys its rpc_client right after the reply is written
+//   bit 3: each call's coroutine, once resumed with its result, makes another call (no reply
+//          comes for it; the connection's end or its 3 ms deadline ends it); not with bit 2
+//   bits 4-5: the caller first waits 0-3 ms (bits 1-2 only)
 // Checked: every call ends (value or error) within 5 s; nothing crashes or trips ASan/UBSan;
-// and when the reply starts with one complete, valid response frame for a lone call, the call
-// ends exactly as docs/protocol.md says (the status, or the decoded value and attachment, or
-// protocol_error for a body that does not decode as the result).
+// and when the reply starts with one complete, valid response frame for a lone call (and byte 2
+// is 0), the call ends exactly as docs/protocol.md says (the status, or the decoded value and
+// attachment, or protocol_error for a body that does not decode as the result).
 #include <chrono>
 #include <condition_variable>
 #include <coroutine>
@@ -121,13 +131,17 @@ using result_of = corvid::expected<
     corvid::rpc_error>;
 
 template <auto F, bool WithAttachment, class... Args>
-fire_and_forget start_call(corvid::rpc_client& client, corvid::call_options options,
+fire_and_forget start_call(corvid::rpc_client& client, corvid::call_options options, bool chain,
                            outcome<result_of<F, WithAttachment>>& out, Args... args) {
+  std::optional<result_of<F, WithAttachment>> r;
   if constexpr (WithAttachment) {
-    out.set(co_await client.call_with<F>(options, args...));
+    r.emplace(co_await client.call_with<F>(options, args...));
   } else {
-    out.set(co_await client.call_for<F>(options.timeout, args...));
+    r.emplace(co_await client.call_for<F>(options.timeout, args...));
   }
+  // Resumed on the client's reactor, maybe inside its reply dispatch: call again from there.
+  if (chain) (void)co_await client.call_for<ping>(3ms);
+  out.set(std::move(*r));
 }
 
 corvid::task<corvid::rpc_error> connect_client(corvid::rpc_client& c, std::string ep) {
@@ -210,7 +224,8 @@ void check_against_first_frame(std::string_view reply, std::uint64_t id,
 }
 
 template <auto F, bool WithAttachment, class... Args>
-void run(std::uint8_t options, std::uint8_t split, std::string reply, Args... args) {
+void run(std::uint8_t options, std::uint8_t split, std::uint8_t end, std::string reply,
+         Args... args) {
   const bool patch = options & 1;
   const int calls = (options & 2) ? 2 : 1;
   const bool hold = options & 4;
@@ -222,9 +237,9 @@ void run(std::uint8_t options, std::uint8_t split, std::string reply, Args... ar
   cfg.connect_timeout = 2s;
   cfg.request_timeout = 0ms;
   cfg.zero_copy_threshold = zero_copy ? 8 : 0;
-  corvid::rpc_client client(cfg);
+  std::optional<corvid::rpc_client> client(std::in_place, cfg);
   if (auto ec =
-          corvid::sync_wait(connect_client(client, "127.0.0.1:" + std::to_string(listen_port)))) {
+          corvid::sync_wait(connect_client(*client, "127.0.0.1:" + std::to_string(listen_port)))) {
     die("client connect failed");
   }
   pollfd p{listener, POLLIN, 0};
@@ -239,7 +254,7 @@ void run(std::uint8_t options, std::uint8_t split, std::string reply, Args... ar
   const std::string attachment(zero_copy ? 16 : 0, 'a');
   corvid::call_options call_opts{hold ? 3ms : 5000ms, attachment};
   std::vector<outcome<result_of<F, WithAttachment>>> out(calls);
-  for (auto& o : out) start_call<F, WithAttachment>(client, call_opts, o, args...);
+  for (auto& o : out) start_call<F, WithAttachment>(*client, call_opts, (end & 8) != 0, o, args...);
 
   // Read the requests (the client must send them all), to learn their ids.
   std::vector<std::uint64_t> ids;
@@ -270,12 +285,24 @@ void run(std::uint8_t options, std::uint8_t split, std::string reply, Args... ar
     std::this_thread::sleep_for(1ms);
     write_all(fd, std::string_view(reply).substr(cut));
   }
-  if (!hold) ::shutdown(fd, SHUT_WR);
+  if (end & 1) {
+    const linger abort_on_close{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close);
+    ::close(fd);
+  } else if (!hold) {
+    ::shutdown(fd, SHUT_WR);
+  }
+  if (end & 6) {
+    std::this_thread::sleep_for(std::chrono::milliseconds((end >> 4) & 3));
+    if (end & 2) client->close();
+    if (end & 4) client.reset();  // pending calls end with connection_closed
+  }
 
   for (auto& o : out) o.wait();
-  if (calls == 1 && !hold)
+  if (calls == 1 && !hold && end == 0) {
     check_against_first_frame<F, WithAttachment>(reply, ids[0], *out[0].result);
-  ::close(fd);
+  }
+  if (!(end & 1)) ::close(fd);
 }
 
 }  // namespace
@@ -296,33 +323,36 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 2) return -1;
+  if (size < 3) return -1;
   const std::uint8_t options = data[0];
-  std::string reply(reinterpret_cast<const char*>(data) + 2, size - 2);
+  const std::uint8_t split = data[1];
+  std::uint8_t end = data[2] & 0x3f;  // the bits that mean something
+  if (end & 4) end &= ~8;             // no chained call on a client being destroyed
+  std::string reply(reinterpret_cast<const char*>(data) + 3, size - 3);
   switch ((options >> 4) & 7) {
     case 0:
-      run<echo, false>(options, data[1], std::move(reply), std::string("hi"));
+      run<echo, false>(options, split, end, std::move(reply), std::string("hi"));
       break;
     case 1:
-      run<add, false>(options, data[1], std::move(reply), 1, 2);
+      run<add, false>(options, split, end, std::move(reply), 1, 2);
       break;
     case 2:
-      run<ping, false>(options, data[1], std::move(reply));
+      run<ping, false>(options, split, end, std::move(reply));
       break;
     case 3:
-      run<lookup, false>(options, data[1], std::move(reply), std::string("k"));
+      run<lookup, false>(options, split, end, std::move(reply), std::string("k"));
       break;
     case 4:
-      run<list, false>(options, data[1], std::move(reply), std::uint8_t{3});
+      run<list, false>(options, split, end, std::move(reply), std::uint8_t{3});
       break;
     case 5:
-      run<view, false>(options, data[1], std::move(reply), std::string_view("v"));
+      run<view, false>(options, split, end, std::move(reply), std::string_view("v"));
       break;
     case 6:
-      run<echo, true>(options, data[1], std::move(reply), std::string("att"));
+      run<echo, true>(options, split, end, std::move(reply), std::string("att"));
       break;
     case 7:
-      run<ping, true>(options, data[1], std::move(reply));
+      run<ping, true>(options, split, end, std::move(reply));
       break;
   }
   return 0;

@@ -3,7 +3,7 @@
 // the error is the first failed check in wire order, the size limit is compared in 64 bits
 // (two 0xffffffff lengths must not wrap), the request id is filled in even for too_large
 // (the server's reply names it), and an accepted header re-encodes to the same 32 bytes
-// apart from the two reserved fields.
+// apart from the reserved field (offset 6, 2 bytes; offset 28 is the request's timeout).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -47,6 +47,7 @@ void check_one(const std::uint8_t* in, std::uint32_t max_payload) {
   check(h.function_id == le(in + 16, 4));
   check(h.body_length == le(in + 20, 4));
   check(h.attachment_length == le(in + 24, 4));
+  check(h.timeout_ms == le(in + 28, 4));
   check(h.payload_size() == le(in + 20, 4) + le(in + 24, 4));  // no 32-bit wrap
   check(h.frame_size() == header_size + h.payload_size());
   if (got == header_errc::too_large) {
@@ -55,19 +56,20 @@ void check_one(const std::uint8_t* in, std::uint32_t max_payload) {
   }
   check(h.payload_size() <= max_payload);
 
-  // Round trip: same bytes except reserved (6..7, 28..31), which encode as zero.
+  // Round trip: same bytes except the reserved 6..7, which encode as zero.
   char out[header_size];
   std::memset(out, 0x5a, sizeof out);
   encode_header(h, out);
   for (std::size_t i = 0; i < header_size; ++i) {
-    const bool reserved = (i >= 6 && i < 8) || i >= 28;
+    const bool reserved = i >= 6 && i < 8;
     check(static_cast<std::uint8_t>(out[i]) == (reserved ? 0 : in[i]));
   }
   frame_header again;
   check(decode_header(out, again, max_payload) == header_errc::ok);
   check(again.type == h.type && again.flags == h.flags && again.status == h.status &&
         again.request_id == h.request_id && again.function_id == h.function_id &&
-        again.body_length == h.body_length && again.attachment_length == h.attachment_length);
+        again.body_length == h.body_length && again.attachment_length == h.attachment_length &&
+        again.timeout_ms == h.timeout_ms);
 }
 
 }  // namespace

@@ -171,7 +171,8 @@ def frame_header_seeds(v):
 
 
 def server_stream_seeds(v):
-    # Byte 0: options (bit 0 split, bit 1 pause), byte 1: split point; then the stream.
+    # Byte 0: options (bit 0 split, bit 1 pause, bit 2 close without reading, bit 3 reset,
+    # bits 4-5 ms before that close), byte 1: split point; then the stream.
     whole, split = b"\x00\x00", b"\x03\x80"
     pipelined = (v["echo_request"] + v["add_request"] + v["store_request"] +
                  request("ns::calc::div", i32(1) + i32(0), request_id=FIRST_ID + 4))
@@ -185,9 +186,16 @@ def server_stream_seeds(v):
         "pipelined_split": split + pipelined,
         "div_by_zero": whole + request("ns::calc::div", i32(1) + i32(0)),
         "coroutine_split": whole + request("split", s("a,b,,c") + u8(1)),
+        "repeat": whole + request("repeat", s("ab") + u8(3)),
+        "repeat_over_limit": whole + request("repeat", s("z" * 200) + u8(50)) +
+        request("echo", s("after"), request_id=FIRST_ID + 1),
         "coroutine_throws": whole + request("throws_later", u8(2)),
         "coroutines_then_bad_magic": whole + request("split", s("x,y") + u8(3)) +
         request("throws_later", u8(1), request_id=FIRST_ID + 1) + b"GET / HTTP/1.1\r\n\r\n" + b"\x00" * 14,
+        "coroutines_then_vanish": b"\x04\x00" + request("split", s("a,b") + u8(3)) +
+        request("throws_later", u8(3), request_id=FIRST_ID + 1),
+        "coroutines_then_reset": b"\x1c\x00" + request("split", s("a,b") + u8(3)) +
+        request("echo", s("e" * 3000), request_id=FIRST_ID + 1),
         "unknown_function": whole + request("ns::calc::mod", i32(1) + i32(2)),
         "bad_arguments": whole + request("echo", b""),
         "http": whole + b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
@@ -195,6 +203,11 @@ def server_stream_seeds(v):
         "partial_body": whole + v["echo_request"][:35],
         "partial_header": whole + v["echo_request"][:20],
         "request_then_too_large": whole + v["echo_request"] + v["too_large_request"],
+        # Bigger than the server's first 4 KiB read: partial frames across reads, the read
+        # room doubling, the buffer growing for a frame and shrinking back.
+        "echo_5k_split": split + request("echo", s("e" * 5000)),
+        "pipelined_100_echoes": whole + b"".join(
+            request("echo", s("x" * 8), request_id=FIRST_ID + i) for i in range(100)),
     }
     return seeds
 
@@ -202,9 +215,12 @@ def server_stream_seeds(v):
 def client_reply_seeds(v):
     # Byte 0: options (bit 0 patch ids, bit 1 two calls, bit 2 hold, bit 3 split,
     # bits 4-6 function: 0 echo, 1 add, 2 ping, 3 lookup, 4 list, 5 view, 6 echo+attachment,
-    # 7 ping+attachment; bit 7 zero-copy attachment), byte 1: split point; then the reply.
-    def opts(fn, patch=True, two=False, hold=False, split=False):
-        return bytes([(fn << 4) | patch | (two << 1) | (hold << 2) | (split << 3), 0x80])
+    # 7 ping+attachment; bit 7 zero-copy attachment), byte 1: split point, byte 2: how it ends
+    # (bit 0 reset, bit 1 client close(), bit 2 client destroyed, bit 3 chained call,
+    # bits 4-5 ms before those);
+    # then the reply.
+    def opts(fn, patch=True, two=False, hold=False, split=False, end=0):
+        return bytes([(fn << 4) | patch | (two << 1) | (hold << 2) | (split << 3), 0x80, end])
 
     record = (u32(5) + vec([s("f") + vec([b"\x01"])]) + some(varint(1) + s("e")))
     seeds = {
@@ -231,6 +247,15 @@ def client_reply_seeds(v):
         "undecodable_result": opts(1) + response(b"x"),
         "unknown_status": opts(1) + response(s("why"), status=200),
         "partial": opts(0, hold=True) + v["echo_response"][:30],
+        "reset_after_reply": opts(1, two=True, end=1) + response(i32(3)),
+        "close_racing_reply": opts(3, two=True, split=True, end=0x12) + response(record) +
+        response(record),
+        "destroy_racing_reply": opts(0, end=0x04) + v["echo_response"],
+        "chained_call": opts(1, two=True, end=0x08) + response(i32(3)) + response(i32(4)),
+        "chained_call_hold": opts(2, hold=True, end=0x08) + response(b""),
+        "zero_copy_attachment": bytes([0x80 | (6 << 4) | 1, 0, 0]) + response(s("att"), b"z"),
+        # Bigger than the client's first 4 KiB read: the read buffer grows for the frame.
+        "echo_5k_split": opts(0, split=True) + response(s("r" * 5000)),
     }
     return seeds
 

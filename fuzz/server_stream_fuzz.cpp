@@ -1,20 +1,23 @@
 // Fuzzes a live corvid::rpc_server with arbitrary client byte streams over loopback: the
 // server's framing (partial headers, partial bodies, pipelined frames, lengths at and over the
 // limit), dispatch, argument decoding, coroutine handlers that outlive the read buffer, handler
-// exceptions, and half-close handling. One server runs for the whole session (started in
-// LLVMFuzzerInitialize, 1 reactor thread, a small frame limit so over-limit lengths are cheap).
+// exceptions, half-close handling, and peers that vanish while calls are in flight. One server
+// runs for the whole session (started in LLVMFuzzerInitialize, 1 reactor thread, an 8 KiB frame
+// limit so inputs reach it with request headers and with replies).
 //
 // Per input: connect, write the stream (split in two writes at a fuzzer-chosen point, maybe
 // with a pause between, so the server sees the bytes in different read batches), shut down the
-// write side, and read until EOF. Checked:
+// write side, and read until EOF. Or, when the input says so, close without reading, either
+// orderly or with a reset, after a pause of 0-3 ms: the server then meets a dead socket while
+// coroutine handlers are still running (only the health check below applies then). Checked:
 //   * the server closes the connection within 2 s of our EOF (a hang there is a bug: abort);
 //   * what it sent is a sequence of complete, valid response frames (a v1 header, type 2,
 //     function id 0, a known status, and for an error a body that is exactly one string);
 //   * it answers exactly the requests a v1 receiver must answer (docs/protocol.md): every
 //     complete request frame before the first bad header, by request id, and then one error
 //     frame for that header (its id for too_large, 0 otherwise); nothing for a partial frame;
-//   * every 64 inputs, a separate long-lived rpc_client's call still succeeds and the server
-//     has no connection left but that client's (abort otherwise).
+//   * every 64 inputs, a fresh rpc_client's call still succeeds and the server has no
+//     connection left but that client's (abort otherwise).
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -69,6 +72,12 @@ corvid::task<std::vector<std::string>> split(std::string_view s, std::uint8_t de
   }
   co_return parts;
 }
+// A reply that can outgrow the frame limit: the server must fail this call alone.
+std::string repeat(std::string_view s, std::uint8_t times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += s;
+  return out;
+}
 corvid::task<void> throws_later(std::uint8_t delay_ms) {
   co_await corvid::sleep_for(std::chrono::milliseconds(delay_ms % 4));
   throw std::runtime_error("coroutine handler failed");
@@ -92,13 +101,14 @@ namespace {
 namespace protocol = corvid::protocol;
 using corvid::rpc_errc;
 
-constexpr std::uint32_t max_frame = 1u << 20;  // the server's limit: body + attachment
+// The server's limit (body + attachment): small, so inputs reach it both with request
+// headers and with replies (`repeat`).
+constexpr std::uint32_t max_frame = 8192;
 constexpr int io_timeout_s = 2;
 constexpr unsigned health_every = 64;
 
 ns::calc calculator;
 corvid::rpc_server* server = nullptr;
-corvid::rpc_client* health_client = nullptr;
 
 void die(const char* what) {
   std::fprintf(stderr, "server_stream_fuzz: %s\n", what);
@@ -116,9 +126,15 @@ corvid::task<bool> echo_ok(corvid::rpc_client& c) {
   co_return r.has_value() && *r == "ping";
 }
 
+// A fresh client each time (the server's idle timeout may have closed an older one).
 void health_check() {
-  check(corvid::sync_wait(echo_ok(*health_client)), "health check: echo call failed");
-  // Every fuzz connection must have been closed (and forgotten) by now.
+  corvid::rpc_client client;
+  if (auto ec = corvid::sync_wait(
+          connect_client(client, "127.0.0.1:" + std::to_string(server->port())))) {
+    die(("health check: connect failed: " + ec.message()).c_str());
+  }
+  check(corvid::sync_wait(echo_ok(client)), "health check: echo call failed");
+  // Every fuzz connection must have been closed (and forgotten) by now: only ours is left.
   for (int i = 0; server->connection_count() != 1; ++i) {
     check(i < 200, "health check: the server still holds fuzz connections");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -215,15 +231,16 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     check(protocol::decode_header(got.data(), h, UINT32_MAX) == protocol::header_errc::ok,
           "reply header does not decode");
     check(h.type == protocol::msg_type::response, "reply is not a response frame");
-    check(h.function_id == 0 && h.flags == 0, "response function id / flags not 0");
+    check(h.function_id == 0 && h.flags == 0 && h.timeout_ms == 0,
+          "response function id / flags / timeout not 0");
     check(h.payload_size() <= max_frame, "reply over the server's own limit");
     if (!complete && got.size() < h.frame_size()) break;
     check(got.size() >= h.frame_size(), "reply stream ends inside a frame");
     const std::string_view body = got.substr(protocol::header_size, h.body_length);
     const auto s = h.status;
-    check(s == rpc_errc::ok || s == rpc_errc::function_not_found || s == rpc_errc::bad_request ||
-              s == rpc_errc::message_too_large || s == rpc_errc::handler_error ||
-              s == rpc_errc::protocol_error,
+    check(s == rpc_errc::ok || s == rpc_errc::timeout || s == rpc_errc::function_not_found ||
+              s == rpc_errc::bad_request || s == rpc_errc::message_too_large ||
+              s == rpc_errc::handler_error || s == rpc_errc::protocol_error,
           "reply status the server never sends");
     if (s != rpc_errc::ok) {
       std::string message;
@@ -259,20 +276,18 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   cfg.io_threads = 1;
   cfg.max_frame_size = max_frame;
   cfg.stop_timeout = std::chrono::milliseconds(500);
-  server = new corvid::rpc_server(cfg);  // never destroyed: lives for the whole session
-  server->register_handler<echo, store, split, throws_later>();
+  cfg.idle_timeout = std::chrono::seconds(1);  // armed and cancelled on every connection
+  server = new corvid::rpc_server(cfg);        // never destroyed: lives for the whole session
+  server->register_handler<echo, store, split, repeat, throws_later>();
   server->register_handler<&ns::calc::add, &ns::calc::div>(&calculator);
   if (auto ec = server->async_start()) die(("server start failed: " + ec.message()).c_str());
-  health_client = new corvid::rpc_client();
-  if (auto ec = corvid::sync_wait(
-          connect_client(*health_client, "127.0.0.1:" + std::to_string(server->port())))) {
-    die(("health client connect failed: " + ec.message()).c_str());
-  }
+  health_check();
   return 0;
 }
 
-// Input: byte 0 = options (bit 0: split the write, bit 1: pause 1 ms between the halves),
-// byte 1 = split point (a fraction of the stream, /255), then the stream itself.
+// Input: byte 0 = options (bit 0: split the write, bit 1: pause 1 ms between the halves,
+// bit 2: close without reading, bit 3: ... with a reset (SO_LINGER 0), bits 4-5: pause in ms
+// before that close), byte 1 = split point (a fraction of the stream, /255), then the stream.
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static unsigned runs = 0;
   if (size < 2) return -1;
@@ -285,6 +300,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (sent && cut < stream.size()) {
     if (options & 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     sent = send_all(fd, stream.substr(cut));
+  }
+  if (options & 4) {  // vanish: no reading, no reply checks
+    std::this_thread::sleep_for(std::chrono::milliseconds((options >> 4) & 3));
+    if (options & 8) {
+      const linger abort_on_close{1, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close);
+    }
+    ::close(fd);
+    if (++runs % health_every == 0) health_check();
+    return 0;
   }
   ::shutdown(fd, SHUT_WR);
   bool reset = false;
