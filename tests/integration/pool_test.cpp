@@ -2,16 +2,28 @@
 #include <atomic>
 #include <thread>
 
+#include <asio/post.hpp>
+
 #include "test_support.hpp"
 
 namespace corvid_test {
 namespace {
+
+// Always suspends, resuming on a reactor thread: the stack below the caller unwinds.
+struct hop_to_reactor {
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const {
+    asio::post(corvid::io_pool::default_pool().at(0), [h] { h.resume(); });
+  }
+  void await_resume() const noexcept {}
+};
 
 TEST(pool, ten_thousand_calls_from_four_threads_stay_within_four_connections) {
   test_server srv;
   corvid::pool_config cfg;
   cfg.max_connections = 4;
   cfg.max_in_flight_per_connection = 16;  // small, so the burst needs several connections
+  cfg.connect_timeout = 10s;              // sanitizer builds connect slowly under this burst
   auto pool = corvid::client_pool::create(srv.endpoint(), cfg);
   constexpr int threads = 4, per_thread = 2500;
   std::atomic<int> correct{0};
@@ -19,11 +31,14 @@ TEST(pool, ten_thousand_calls_from_four_threads_stay_within_four_connections) {
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       corvid::sync_wait([&]() -> corvid::task<void> {
-        std::vector<corvid::task<corvid::expected<int, corvid::rpc_error>>> calls;
         std::vector<corvid::async_reply_t<add>> pending;
         for (int i = 0; i < per_thread; ++i) {
           auto q = co_await pool->send_request<add>(i, t);
           if (q) pending.push_back(std::move(*q));
+          // Known limitation: calls that complete synchronously nest stack frames at -O1 and
+          // under sanitizers (no tail call for symmetric transfer), so every 100 calls a real
+          // suspension unwinds the stack.
+          if (i % 100 == 99) co_await hop_to_reactor{};
         }
         for (int i = 0; i < static_cast<int>(pending.size()); ++i) {
           auto r = co_await std::move(pending[i]);
