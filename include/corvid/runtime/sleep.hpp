@@ -1,10 +1,9 @@
 #pragma once
-// co_await corvid::sleep_for(d): suspends a coroutine running on a corvid reactor (a handler,
-// or a client coroutine resumed by a reply) without blocking the reactor.
+// co_await corvid::sleep_for(d): suspends a coroutine without blocking its thread. It resumes
+// on the reactor it ran on, or on a default-pool reactor when it ran on another thread.
 #include <chrono>
 #include <coroutine>
 #include <optional>
-#include <stdexcept>
 
 #include <asio/steady_timer.hpp>
 
@@ -19,8 +18,10 @@ class sleep_awaiter {
     return duration_ <= std::chrono::steady_clock::duration::zero();
   }
   void await_suspend(std::coroutine_handle<> h) {
+    // Off a reactor (e.g. a call whose reply arrived before its caller suspended leaves the
+    // caller on its own thread), the timer runs on the default pool, where it resumes.
     asio::io_context* ctx = current_reactor();
-    if (ctx == nullptr) throw std::logic_error("corvid::sleep_for needs a corvid reactor thread");
+    if (ctx == nullptr) ctx = &io_pool::default_pool().next();
     timer_.emplace(*ctx, duration_);
     timer_->async_wait([h](const std::error_code&) { h.resume(); });
   }
