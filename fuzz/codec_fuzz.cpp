@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -78,8 +79,11 @@ struct sample {
   std::optional<std::variant<float, std::string>> label;
 };
 
-void check(bool ok) {
-  if (!ok) std::abort();  // libFuzzer records the input and the stack
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "codec_fuzz: %s\n", what);
+    std::abort();  // libFuzzer records the input and the stack
+  }
 }
 
 template <class T>
@@ -106,32 +110,36 @@ void run(std::string_view input) {
   T whole{};
   const codec::decode_errc whole_ec = codec::decode(input, whole);
   if (ec != codec::decode_errc::ok) {
-    check(whole_ec == ec);
+    check(whole_ec == ec, "decode() and decode_from() disagree on an error");
     return;  // malformed: nothing more to check
   }
   const std::size_t consumed = input.size() - r.remaining();
-  check(whole_ec == (r.empty() ? codec::decode_errc::ok : codec::decode_errc::trailing_bytes));
+  check(whole_ec == (r.empty() ? codec::decode_errc::ok : codec::decode_errc::trailing_bytes),
+        "decode() and decode_from() disagree");
 
-  check(codec::encoded_size(value) == consumed);
+  check(codec::encoded_size(value) == consumed, "encoded_size differs from the bytes consumed");
   const std::string encoded = encode_to_string(value);
-  check(encoded.size() == consumed);
-  if constexpr (Order == order::canonical) check(encoded == input.substr(0, consumed));
+  check(encoded.size() == consumed, "re-encoding has a different size");
+  if constexpr (Order == order::canonical)
+    check(encoded == input.substr(0, consumed), "re-encoding differs from the input");
 
   // Decode the re-encoding into an object that holds whatever decoding the rest of the input
   // left behind (a different value, or a half-decoded one after an error).
   T again{};
   (void)codec::decode(input.substr(consumed), again);
-  check(codec::decode(encoded, again) == codec::decode_errc::ok);
+  check(codec::decode(encoded, again) == codec::decode_errc::ok, "re-encoding does not decode");
   static_assert(Eq == equality::operator_eq || Order != order::any_order);
-  if constexpr (Eq == equality::operator_eq) check(again == value);
-  if constexpr (Order != order::any_order) check(encode_to_string(again) == encoded);
-  check(codec::encoded_size(again) == consumed);
+  if constexpr (Eq == equality::operator_eq)
+    check(again == value, "decoded again: a different value");
+  if constexpr (Order != order::any_order)
+    check(encode_to_string(again) == encoded, "decoded again: different bytes");
+  check(codec::encoded_size(again) == consumed, "decoded again: a different size");
 
   // View types decode the same bytes into their owning form (what a client receives).
   if constexpr (!std::is_same_v<codec::owning_t<T>, T>) {
     codec::owning_t<T> owned{};
-    check(codec::decode(encoded, owned) == codec::decode_errc::ok);
-    check(encode_to_string(owned) == encoded);
+    check(codec::decode(encoded, owned) == codec::decode_errc::ok, "owning_t does not decode");
+    check(encode_to_string(owned) == encoded, "owning_t re-encodes differently");
   }
 }
 

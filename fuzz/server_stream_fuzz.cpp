@@ -3,7 +3,8 @@
 // limit), dispatch, argument decoding, coroutine handlers that outlive the read buffer, handler
 // exceptions, half-close handling, and peers that vanish while calls are in flight. One server
 // runs for the whole session (started in LLVMFuzzerInitialize, 1 reactor thread, an 8 KiB frame
-// limit so inputs reach it with request headers and with replies).
+// limit so inputs reach it with request headers and with replies, a 1 s idle timeout so every
+// connection arms and cancels its idle timer).
 //
 // Per input: connect, write the stream (split in two writes at a fuzzer-chosen point, maybe
 // with a pause between, so the server sees the bytes in different read batches), shut down the
@@ -12,7 +13,8 @@
 // coroutine handlers are still running (only the health check below applies then). Checked:
 //   * the server closes the connection within 2 s of our EOF (a hang there is a bug: abort);
 //   * what it sent is a sequence of complete, valid response frames (a v1 header, type 2,
-//     function id 0, a known status, and for an error a body that is exactly one string);
+//     function id 0, timeout 0, a status the server sends, and for an error a body that is
+//     exactly one string);
 //   * it answers exactly the requests a v1 receiver must answer (docs/protocol.md): every
 //     complete request frame before the first bad header, by request id, and then one error
 //     frame for that header (its id for too_large, 0 otherwise); nothing for a partial frame;
