@@ -95,6 +95,20 @@ class byte_buffer {
   void reserve(std::size_t cap) {
     if (cap > capacity_) reallocate(cap);
   }
+  // Hands the storage (from std::malloc) to the caller, e.g. back to a buffer_pool; the
+  // buffer is left empty with no capacity. Unread bytes are dropped.
+  std::pair<char*, std::size_t> release_storage() noexcept {
+    begin_ = end_ = 0;
+    return {std::exchange(data_, nullptr), std::exchange(capacity_, 0)};
+  }
+  // Takes over malloc'd storage of `capacity` bytes (a buffer_pool block) in place of its
+  // own, which must be empty.
+  void adopt_storage(char* p, std::size_t capacity) noexcept {
+    std::free(data_);
+    data_ = p;
+    capacity_ = capacity;
+    begin_ = end_ = 0;
+  }
   // Returns memory to the system, keeping at most `keep` bytes of capacity.
   void shrink_to(std::size_t keep) {
     if (capacity_ <= keep || size() > keep) return;
