@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# One fault test over a real network path: two network namespaces joined by a veth pair, the
+# fault_node server in one, the fault_node client (a client_pool under load, 8 workers) in the
+# other, as separate processes. The client loads the path for 2 s, the fault is injected
+# (SIGUSR1 marks it), held, removed (SIGUSR2 marks the heal), and the load goes on for the
+# recovery window. The client itself checks that every call ended within its bound, none was
+# answered with another call's or damaged bytes, none was lost, and calls succeeded again after
+# the heal; this script checks that the fault had an effect.
+#   netns_fault_test.sh <scenario> <fault_node>
+# Scenarios: loss (nftables drops 5 % of packets both ways), link_cut (veth down 2 s),
+# server_kill (SIGKILL mid-load, restart on the same port), latency, bandwidth, reset
+# (toxiproxy toxics: +100±50 ms, 256 KB/s, TCP RST after 200 ms).
+# Exits 77 (ctest: skipped), printing why, where namespaces or the fault's tool are missing.
+# Env: CORVID_TOOLS (where scripts/setup put toxiproxy-server/-cli; PATH is searched too).
+set -uo pipefail
+scenario=${1:?scenario} node=${2:?fault_node}
+skip() {
+  echo "SKIPPED: $*"
+  exit 77
+}
+[ "$(id -u)" -eq 0 ] || skip "network namespaces need root (uid $(id -u))"
+command -v ip >/dev/null || skip "no ip command (iproute2)"
+PATH=${CORVID_TOOLS:-/nonexistent}:$PATH
+
+tag=cf$$
+ns_s=${tag}s ns_c=${tag}c
+addr_s=10.211.0.1 addr_c=10.211.0.2
+port=7000 proxy_port=7001
+work=$(mktemp -d)
+server_pid='' client_pid='' toxi_pid=''
+cleanup() {
+  for p in $client_pid $server_pid $toxi_pid; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  ip netns del "$ns_s" 2>/dev/null
+  ip netns del "$ns_c" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+case $scenario in
+  loss) command -v nft >/dev/null || skip "no nft (nftables; scripts/setup installs it)" ;;
+  latency | bandwidth | reset)
+    command -v toxiproxy-server >/dev/null && command -v toxiproxy-cli >/dev/null ||
+      skip "no toxiproxy-server/toxiproxy-cli (scripts/setup installs them into build/tools/bin" \
+        "with go; offline or without go they are missing)"
+    ;;
+  link_cut | server_kill) ;;
+  *) echo "unknown scenario $scenario" >&2; exit 2 ;;
+esac
+
+ip netns add "$ns_s" 2>"$work/err" || skip "cannot create a network namespace: $(cat "$work/err")"
+ip netns add "$ns_c" 2>"$work/err" || skip "cannot create a network namespace: $(cat "$work/err")"
+set -e
+ip link add name vs netns "$ns_s" type veth peer name vc netns "$ns_c"
+ip -n "$ns_s" addr add "$addr_s/24" dev vs
+ip -n "$ns_c" addr add "$addr_c/24" dev vc
+for ns in "$ns_s" "$ns_c"; do ip -n "$ns" link set lo up; done
+ip -n "$ns_s" link set vs up
+ip -n "$ns_c" link set vc up
+set +e
+
+# Waits up to 10 s for a line matching $2 in file $1.
+wait_for() {
+  for _ in $(seq 100); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "timed out waiting for '$2' in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+start_server() {
+  ip netns exec "$ns_s" "$node" server 0.0.0.0 $port >>"$work/server.log" 2>&1 &
+  server_pid=$!
+}
+toxi() { ip netns exec "$ns_s" toxiproxy-cli -h http://127.0.0.1:8474 "$@" >>"$work/toxi.log" 2>&1; }
+
+: >"$work/server.log"
+start_server
+wait_for "$work/server.log" "listening on $port" || exit 1
+endpoint=$addr_s:$port
+if [ -n "$(command -v toxiproxy-server || true)" ] && [[ $scenario =~ ^(latency|bandwidth|reset)$ ]]; then
+  ip netns exec "$ns_s" toxiproxy-server -host 127.0.0.1 -port 8474 >"$work/toxiproxy.log" 2>&1 &
+  toxi_pid=$!
+  for _ in $(seq 100); do toxi list && break; sleep 0.1; done
+  toxi create -l 0.0.0.0:$proxy_port -u 127.0.0.1:$port corvid || {
+    cat "$work/toxi.log" "$work/toxiproxy.log"
+    exit 1
+  }
+  endpoint=$addr_s:$proxy_port
+fi
+
+# Per scenario: how long the fault is held, the client's call timeout and payload sizes.
+hold=3 timeout=1000 max_size=65536
+case $scenario in
+  loss) hold=5 timeout=2000 ;;
+  link_cut) hold=2 ;;
+  server_kill) hold=1 max_size=262144 ;;
+  latency) hold=4 ;;
+  bandwidth) hold=4 max_size=262144 ;;
+  reset) hold=3 ;;
+esac
+recovery_window=6
+run_time=$((2 + hold + recovery_window))
+ip netns exec "$ns_c" "$node" client "$endpoint" $run_time --workers 8 --timeout $timeout \
+  --max-size $max_size >"$work/client.log" 2>"$work/client.err" &
+client_pid=$!
+wait_for "$work/client.log" "^running" || exit 1
+sleep 2
+
+effect=''
+echo "fault: $scenario for ${hold} s"
+kill -USR1 $client_pid
+case $scenario in
+  loss)
+    ip netns exec "$ns_c" nft -f - <<'EOF'
+table inet corvid_fault {
+  chain in { type filter hook input priority 0; policy accept; numgen random mod 100 < 5 counter drop; }
+  chain out { type filter hook output priority 0; policy accept; numgen random mod 100 < 5 counter drop; }
+}
+EOF
+    sleep $hold
+    effect=$(ip netns exec "$ns_c" nft list table inet corvid_fault | grep -o 'packets [0-9]*' |
+      awk '{n += $2} END {print n + 0}')
+    ip netns exec "$ns_c" nft delete table inet corvid_fault
+    echo "nftables dropped $effect packets"
+    ;;
+  link_cut)
+    ip -n "$ns_c" link set vc down
+    sleep $hold
+    ip -n "$ns_c" link set vc up
+    ;;
+  server_kill)
+    kill -KILL $server_pid
+    wait $server_pid 2>/dev/null
+    sleep $hold
+    start_server
+    wait_for "$work/server.log" "listening on $port" || exit 1
+    ;;
+  latency | bandwidth | reset)
+    case $scenario in
+      latency) toxi toxic add -t latency -a latency=100 -a jitter=50 -n fault corvid ;;
+      bandwidth) toxi toxic add -t bandwidth -a rate=256 -n fault corvid ;;
+      reset) toxi toxic add -t reset_peer -a timeout=200 -n fault corvid ;;
+    esac || { cat "$work/toxi.log"; exit 1; }
+    sleep $hold
+    toxi toxic remove -n fault corvid || { cat "$work/toxi.log"; exit 1; }
+    ;;
+esac
+kill -USR2 $client_pid
+echo "healed; client runs ${recovery_window} s more"
+wait $client_pid
+rc=$?
+client_pid=''
+sort "$work/client.err" | uniq -c | sort -rn | head -n 12
+result=$(grep '^result ' "$work/client.log")
+echo "$result"
+[ -n "$result" ] || { echo "FAIL: the client printed no result (exit $rc)"; exit 1; }
+[ $rc -eq 0 ] || { echo "FAIL: the client's checks failed (exit $rc)"; exit 1; }
+field() { sed -E "s/.* $1=([^ ]*).*/\1/" <<<"$result"; }
+# The fault must have hit: packets dropped, or calls that failed while it lasted.
+case $scenario in
+  loss) [ "${effect:-0}" -gt 0 ] || { echo "FAIL: nftables dropped nothing"; exit 1; } ;;
+  link_cut | server_kill | reset)
+    [ "$(field errors)" != none ] || { echo "FAIL: no call failed during the fault"; exit 1; }
+    ;;
+esac
+echo "PASS: $scenario (recovery $(field recovery_ms) ms after the heal)"
