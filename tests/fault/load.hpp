@@ -211,6 +211,11 @@ inline void run_worker(const load_options& o, std::shared_ptr<corvid::client_poo
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(took).count();
     for (auto m = st.max_call_us.load(); us > m && !st.max_call_us.compare_exchange_weak(m, us);) {
     }
+    if (took > 2 * o.call_timeout / 5 + 1s && took <= bound) {
+      std::fprintf(stderr, "slow: call %llu (%zu B) took %lld ms: %s\n",
+                   static_cast<unsigned long long>(id), size, static_cast<long long>(us / 1000),
+                   std::string(corvid::to_string(code)).c_str());
+    }
     if (took > bound) {
       ++st.late;
       std::fprintf(stderr, "call %llu took %lld ms (bound %lld ms)\n",
