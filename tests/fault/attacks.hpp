@@ -1,0 +1,218 @@
+#pragma once
+// Hostile clients, on raw POSIX sockets so they can do what rpc_client never does: dribble a
+// header, lie about lengths, vanish mid-frame, or open and drop connections by the thousand.
+// Used by hostile_test.cpp (bounded runs with assertions) and attack_bench.cpp (a well-behaved
+// client's latency while these run).
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <poll.h>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <corvid/codec/codec.hpp>
+#include <corvid/protocol/frame_header.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+namespace corvid_attack {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+// A connected TCP socket to 127.0.0.1:port (-1 on failure), closed by the destructor.
+class raw_socket {
+ public:
+  explicit raw_socket(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) close();
+  }
+  ~raw_socket() { close(); }
+  raw_socket(raw_socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  raw_socket& operator=(raw_socket&& o) noexcept {
+    if (this != &o) {
+      close();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  // All of `bytes`, or false if the peer is gone.
+  bool send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const auto n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  // Closes with an RST instead of a FIN (SO_LINGER 0).
+  void reset() {
+    linger l{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    close();
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  // Waits up to `limit` for the peer to close (EOF or RST), discarding what it sends.
+  bool closed_by_peer_within(std::chrono::milliseconds limit) {
+    const auto until = steady::now() + limit;
+    char buf[4096];
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
+      if (left.count() <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      const auto n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
+    }
+  }
+  // True if the peer has closed already (non-blocking check).
+  bool peer_closed() {
+    char buf[4096];
+    for (;;) {
+      const auto n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) continue;
+      return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Header bytes of a request for `function_id` whose body claims `body_length` bytes.
+inline std::string request_header(std::uint64_t id, std::uint32_t function_id,
+                                  std::uint32_t body_length, std::uint32_t attachment_length = 0) {
+  corvid::protocol::frame_header h;
+  h.type = corvid::protocol::msg_type::request;
+  h.request_id = id;
+  h.function_id = function_id;
+  h.body_length = body_length;
+  h.attachment_length = attachment_length;
+  std::string out(corvid::protocol::header_size, '\0');
+  corvid::protocol::encode_header(h, out.data());
+  return out;
+}
+// A complete request frame: echo-style call with one string argument.
+inline std::string string_request(std::uint64_t id, std::uint32_t function_id,
+                                  std::string_view arg) {
+  std::string body;
+  corvid::codec::string_sink sink{body};
+  corvid::codec::encode(sink, arg);
+  return request_header(id, function_id, static_cast<std::uint32_t>(body.size())) + body;
+}
+
+// Each attack runs until `stop`, counting what it did in `actions`.
+struct attack_context {
+  std::uint16_t port;
+  std::uint32_t echo_id;  // function id of a registered echo(string_view)
+  std::atomic<bool>& stop;
+  std::atomic<std::uint64_t> actions{0};
+};
+
+// Slowloris: `n` connections each dribble a request header one byte per `gap`; a connection
+// the server closes is replaced by a new one.
+inline void slowloris(attack_context& a, int n, std::chrono::milliseconds gap) {
+  const std::string header = request_header(1, a.echo_id, 16);
+  std::vector<raw_socket> conns;
+  std::vector<std::size_t> sent;
+  while (!a.stop.load()) {
+    while (static_cast<int>(conns.size()) < n) {
+      conns.emplace_back(a.port);
+      sent.push_back(0);
+    }
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      if (!conns[i].ok() || conns[i].peer_closed() ||
+          !conns[i].send(std::string_view(header).substr(sent[i] % header.size(), 1))) {
+        conns[i] = raw_socket(a.port);  // the server dropped it: come back
+        sent[i] = 0;
+        ++a.actions;
+        continue;
+      }
+      ++sent[i];
+    }
+    const auto until = steady::now() + gap;
+    while (!a.stop.load() && steady::now() < until) std::this_thread::sleep_for(10ms);
+  }
+}
+
+// Connection churn: open, maybe send part of a frame or a whole request, then close with a FIN
+// or an RST without reading.
+inline void churn(attack_context& a, std::minstd_rand::result_type seed) {
+  std::minstd_rand rng(seed);
+  const std::string req = string_request(7, a.echo_id, "churn");
+  while (!a.stop.load()) {
+    raw_socket s(a.port);
+    if (!s.ok()) continue;
+    switch (rng() % 4) {
+      case 0:
+        break;
+      case 1:
+        s.send(std::string_view(req).substr(0, rng() % req.size()));
+        break;
+      case 2:
+        s.send(req);
+        break;
+      default:
+        s.send(req + req);
+        break;
+    }
+    if (rng() % 2) s.reset();
+    ++a.actions;
+  }
+}
+
+// Large transfers cut off: a 1 MiB echo request sent in part (or whole, then the connection is
+// dropped before the 1 MiB reply is read), then FIN or RST.
+inline void large_disconnects(attack_context& a, std::minstd_rand::result_type seed) {
+  std::minstd_rand rng(seed);
+  const std::string req = string_request(9, a.echo_id, std::string(1 << 20, 'x'));
+  while (!a.stop.load()) {
+    raw_socket s(a.port);
+    if (!s.ok()) continue;
+    const std::size_t cut = rng() % 3 == 0 ? req.size() : rng() % req.size();
+    s.send(std::string_view(req).substr(0, cut));
+    if (rng() % 2) s.reset();
+    ++a.actions;
+  }
+}
+
+// Liars: a header announcing more body than follows, then a stall until the server closes;
+// or a header announcing less than follows (the rest is garbage where a header should be).
+inline void liars(attack_context& a, std::minstd_rand::result_type seed) {
+  std::minstd_rand rng(seed);
+  while (!a.stop.load()) {
+    raw_socket s(a.port);
+    if (!s.ok()) continue;
+    if (rng() % 2) {
+      s.send(request_header(3, a.echo_id, 1000) + std::string(10, 'a'));  // 990 bytes short
+      while (!a.stop.load() && !s.closed_by_peer_within(100ms)) {
+      }
+    } else {
+      std::string over = string_request(4, a.echo_id, "ok");
+      over += std::string(64, '\x7f');  // not a header
+      s.send(over);
+      s.closed_by_peer_within(1000ms);
+    }
+    ++a.actions;
+  }
+}
+
+}  // namespace corvid_attack
