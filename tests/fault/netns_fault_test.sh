@@ -8,6 +8,8 @@
 # the heal; this script checks that the fault had an effect.
 #   netns_fault_test.sh <scenario> <fault_node>
 # Scenarios: loss (nftables drops 5 % of packets both ways), link_cut (veth down 2 s),
+# blackhole (nftables drops everything in the server's namespace for 8 s: longer than the
+# calls' deadlines, so TCP's retransmission back-off decides when the path works again),
 # server_kill (SIGKILL mid-load, restart on the same port), latency, bandwidth, reset
 # (toxiproxy toxics: +100±50 ms, 256 KB/s, TCP RST after 200 ms).
 # Exits 77 (ctest: skipped), printing why, where namespaces or the fault's tool are missing.
@@ -38,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 case $scenario in
-  loss) command -v nft >/dev/null || skip "no nft (nftables; scripts/setup installs it)" ;;
+  loss | blackhole) command -v nft >/dev/null || skip "no nft (nftables; scripts/setup installs it)" ;;
   latency | bandwidth | reset)
     command -v toxiproxy-server >/dev/null && command -v toxiproxy-cli >/dev/null ||
       skip "no toxiproxy-server/toxiproxy-cli (scripts/setup installs them into build/tools/bin" \
@@ -95,12 +97,14 @@ hold=3 timeout=1000 max_size=65536
 case $scenario in
   loss) hold=5 timeout=2000 ;;
   link_cut) hold=2 ;;
+  blackhole) hold=8 ;;
   server_kill) hold=1 max_size=262144 ;;
   latency) hold=4 ;;
   bandwidth) hold=4 max_size=262144 ;;
   reset) hold=3 ;;
 esac
 recovery_window=6
+[ "$scenario" = blackhole ] && recovery_window=10
 run_time=$((2 + hold + recovery_window))
 ip netns exec "$ns_c" "$node" client "$endpoint" $run_time --workers 8 --timeout $timeout \
   --max-size $max_size >"$work/client.log" 2>"$work/client.err" &
@@ -123,6 +127,19 @@ EOF
     effect=$(ip netns exec "$ns_c" nft list table inet corvid_fault | grep -o 'packets [0-9]*' |
       awk '{n += $2} END {print n + 0}')
     ip netns exec "$ns_c" nft delete table inet corvid_fault
+    echo "nftables dropped $effect packets"
+    ;;
+  blackhole)
+    ip netns exec "$ns_s" nft -f - <<'EOF'
+table inet corvid_fault {
+  chain in { type filter hook input priority 0; policy drop; iif lo accept; counter; }
+  chain out { type filter hook output priority 0; policy drop; oif lo accept; counter; }
+}
+EOF
+    sleep $hold
+    effect=$(ip netns exec "$ns_s" nft list table inet corvid_fault | grep -o 'packets [0-9]*' |
+      awk '{n += $2} END {print n + 0}')
+    ip netns exec "$ns_s" nft delete table inet corvid_fault
     echo "nftables dropped $effect packets"
     ;;
   link_cut)
@@ -160,9 +177,17 @@ echo "$result"
 field() { sed -E "s/.* $1=([^ ]*).*/\1/" <<<"$result"; }
 # The fault must have hit: packets dropped, or calls that failed while it lasted.
 case $scenario in
-  loss) [ "${effect:-0}" -gt 0 ] || { echo "FAIL: nftables dropped nothing"; exit 1; } ;;
-  link_cut | server_kill | reset)
+  loss | blackhole) [ "${effect:-0}" -gt 0 ] || { echo "FAIL: nftables dropped nothing"; exit 1; } ;;
+esac
+case $scenario in
+  link_cut | blackhole | server_kill | reset)
     [ "$(field errors)" != none ] || { echo "FAIL: no call failed during the fault"; exit 1; }
     ;;
 esac
+# The server stops gracefully on SIGTERM and exits 0 (a sanitizer report would make it fail).
+kill -TERM $server_pid
+wait $server_pid
+src=$?
+server_pid=''
+[ $src -eq 0 ] || { echo "FAIL: the server exited $src on SIGTERM:"; tail -n 30 "$work/server.log"; exit 1; }
 echo "PASS: $scenario (recovery $(field recovery_ms) ms after the heal)"

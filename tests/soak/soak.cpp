@@ -88,7 +88,7 @@ int run(const soak_options& so) {
   auto next_report = begin + std::chrono::seconds(so.report_every);
   auto next_restart = begin + std::chrono::seconds(so.restart_every);
   const auto end = begin + std::chrono::seconds(so.seconds);
-  int restarts = 0;
+  int restarts = 0, unclean_stops = 0;
   std::size_t stable_rss_max = 0, restarted_rss_max = 0, client_rss_max = 0;
   std::size_t stable_rss_at_first = 0;  // at the first report, after warm-up
   std::uint64_t lost_now = 0;
@@ -119,7 +119,12 @@ int run(const soak_options& so) {
     const auto now = steady::now();
     if (now >= next_restart) {
       restarted_rss_max = std::max(restarted_rss_max, restarted.rss_bytes());
-      restarted.stop(restarts % 2 == 0 ? SIGKILL : SIGTERM);
+      const int sig = restarts % 2 == 0 ? SIGKILL : SIGTERM;
+      const int status = restarted.stop(sig);
+      if (sig == SIGTERM && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        ++unclean_stops;
+        std::printf("soak: the restarted server did not exit 0 on SIGTERM (status %d)\n", status);
+      }
       restarted.start();
       ++restarts;
       next_restart = now + std::chrono::seconds(so.restart_every);
@@ -150,9 +155,18 @@ int run(const soak_options& so) {
       static_cast<unsigned long long>(st.pools_created.load()), mib(stable_rss_max),
       mib(stable_rss_at_first), mib(restarted_rss_max), mib(client_rss_max));
   std::fflush(stdout);
-  const bool good = st.lost + st.crossed + st.corrupt + st.late == 0;
   if (st.lost > 0) std::_Exit(1);  // stuck workers cannot be joined
   for (auto& t : threads) t.join();
+  // Both servers stop gracefully and exit 0 (a sanitizer report would make them fail).
+  for (auto* srv : {&stable, &restarted}) {
+    const int status = srv->stop(SIGTERM);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      ++unclean_stops;
+      std::printf("soak: a server did not exit 0 on SIGTERM (status %d)\n", status);
+    }
+  }
+  std::printf("soak: unclean server stops: %d\n", unclean_stops);
+  const bool good = st.lost + st.crossed + st.corrupt + st.late == 0 && unclean_stops == 0;
   return good ? 0 : 1;
 }
 
