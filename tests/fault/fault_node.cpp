@@ -1,6 +1,7 @@
 // One side of a fault test, run as its own process (tests/fault/netns_fault_test.sh puts the
 // two in different network namespaces):
-//   fault_node server <address> <port>      serves echo/echo_attachment until SIGTERM/SIGINT
+//   fault_node server <address> <port>      serves echo/echo_attachment/heap_in_use until
+//                                           SIGTERM/SIGINT
 //   fault_node client <endpoint> <seconds> [--workers N] [--min-size B] [--max-size B]
 //                     [--timeout ms] [--connect-timeout ms] [--churn N]
 // The client drives load_options' load through a client_pool. SIGUSR1 marks "fault injected",
@@ -33,7 +34,7 @@ int run_server(const std::string& address, int port) {
   cfg.io_threads = 2;
   cfg.stop_timeout = 1000ms;
   corvid::rpc_server server(cfg);
-  server.register_handler<echo, echo_attachment>();
+  server.register_handler<echo, echo_attachment, heap_in_use>();
   if (auto ec = server.async_start()) {
     std::fprintf(stderr, "fault_node server: %s\n", ec.message().c_str());
     return 1;

@@ -25,6 +25,16 @@ namespace {
 using namespace corvid_fault;
 using corvid_soak::server_process;
 
+// The server's live heap (heap_in_use RPC on a fresh connection), or 0 if it cannot answer.
+std::size_t server_heap(const std::string& endpoint) {
+  return corvid::sync_wait([&]() -> corvid::task<std::size_t> {
+    corvid::rpc_client c;
+    if (co_await c.connect(endpoint)) co_return 0;
+    auto r = co_await c.call_for<heap_in_use>(2s);
+    co_return r ? static_cast<std::size_t>(*r) : 0;
+  }());
+}
+
 double mib(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 std::size_t own_rss() {
@@ -91,6 +101,7 @@ int run(const soak_options& so) {
   int restarts = 0, unclean_stops = 0;
   std::size_t stable_rss_max = 0, restarted_rss_max = 0, client_rss_max = 0;
   std::size_t stable_rss_at_first = 0;  // at the first report, after warm-up
+  std::size_t stable_heap_max = 0, stable_heap_first = 0, stable_heap_last = 0;
   std::uint64_t lost_now = 0;
   auto report = [&](const char* label) {
     const auto t = std::chrono::duration_cast<std::chrono::seconds>(steady::now() - begin);
@@ -99,9 +110,15 @@ int run(const soak_options& so) {
     restarted_rss_max = std::max(restarted_rss_max, r_rss);
     client_rss_max = std::max(client_rss_max, c_rss);
     if (stable_rss_at_first == 0) stable_rss_at_first = s_rss;
+    const auto s_heap = server_heap(stable.endpoint()), r_heap = server_heap(restarted.endpoint()),
+               c_heap = static_cast<std::size_t>(heap_in_use());
+    stable_heap_max = std::max(stable_heap_max, s_heap);
+    if (stable_heap_first == 0) stable_heap_first = s_heap;
+    stable_heap_last = s_heap;
     std::printf(
         "%s t=%llds calls=%llu ok=%llu errors=%s in_flight=%llu lost=%llu pools=%llu "
-        "restarts=%d rss_MiB stable=%.1f restarted=%.1f client=%.1f\n",
+        "restarts=%d rss_MiB stable=%.1f restarted=%.1f client=%.1f heap_MiB stable=%.1f "
+        "restarted=%.1f client=%.1f\n",
         label, static_cast<long long>(t.count()),
         static_cast<unsigned long long>(st.started.load()),
         static_cast<unsigned long long>(st.ok.load()), st.errors_by_kind().c_str(),
@@ -109,7 +126,7 @@ int run(const soak_options& so) {
                                         st.crossed.load() - st.corrupt.load()),
         static_cast<unsigned long long>(lost_now),
         static_cast<unsigned long long>(st.pools_created.load()), restarts, mib(s_rss), mib(r_rss),
-        mib(c_rss));
+        mib(c_rss), mib(s_heap), mib(r_heap), mib(c_heap));
     std::fflush(stdout);
   };
   while (steady::now() < end) {
@@ -143,7 +160,8 @@ int run(const soak_options& so) {
   std::printf(
       "soak: result calls=%llu ok=%llu errors=%s lost=%llu crossed=%llu corrupt=%llu "
       "late=%llu max_call_ms=%lld bytes_echoed_GiB=%.2f restarts=%d pools_created=%llu "
-      "rss_max_MiB stable=%.1f (first report %.1f) restarted=%.1f client=%.1f\n",
+      "rss_max_MiB stable=%.1f (first report %.1f) restarted=%.1f client=%.1f "
+      "stable_heap_MiB first=%.1f last=%.1f max=%.1f\n",
       static_cast<unsigned long long>(st.started.load()),
       static_cast<unsigned long long>(st.ok.load()), st.errors_by_kind().c_str(),
       static_cast<unsigned long long>(st.lost.load()),
@@ -153,7 +171,8 @@ int run(const soak_options& so) {
       static_cast<long long>(st.max_call_us.load() / 1000),
       static_cast<double>(st.bytes.load()) / (1u << 30), restarts,
       static_cast<unsigned long long>(st.pools_created.load()), mib(stable_rss_max),
-      mib(stable_rss_at_first), mib(restarted_rss_max), mib(client_rss_max));
+      mib(stable_rss_at_first), mib(restarted_rss_max), mib(client_rss_max), mib(stable_heap_first),
+      mib(stable_heap_last), mib(stable_heap_max));
   std::fflush(stdout);
   if (st.lost > 0) std::_Exit(1);  // stuck workers cannot be joined
   for (auto& t : threads) t.join();
