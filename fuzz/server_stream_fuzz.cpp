@@ -14,10 +14,12 @@
 //   * the server closes the connection within 2 s of our EOF (a hang there is a bug: abort);
 //   * what it sent is a sequence of complete, valid response frames (a v1 header, type 2,
 //     function id 0, timeout 0, a status the server sends, and for an error a body that is
-//     exactly one string);
+//     exactly one string), and empty pongs (type 5);
 //   * it answers exactly the requests a v1 receiver must answer (docs/protocol.md): every
-//     complete request frame before the first bad header, by request id, and then one error
-//     frame for that header (its id for too_large, 0 otherwise); nothing for a partial frame;
+//     complete request frame before the first bad header, by request id (a cancel frame for
+//     that id excuses one reply: a coroutine call it reaches sends none), one pong per ping,
+//     and then one error frame for that header (its id for too_large, 0 otherwise); nothing
+//     for a partial frame;
 //   * every 64 inputs, a fresh rpc_client's call still succeeds and the server has no
 //     connection left but that client's (abort otherwise).
 #include <algorithm>
@@ -194,6 +196,10 @@ std::string read_to_eof(int fd, bool& reset) {
 // docs/protocol.md ("A receiver validates the header in wire order ...").
 struct expectation {
   std::map<std::uint64_t, int> ids;
+  // Cancel frames naming a request: a coroutine call still running then sends no reply, so
+  // each may remove one reply of that id (sync handlers have answered already).
+  std::map<std::uint64_t, int> cancels;
+  std::map<std::uint64_t, int> pings;  // each answered by one pong with the same id
   bool error_frame = false;  // one framing error at the end, with `error_id` and `error_status`
   std::uint64_t error_id = 0;
   rpc_errc error_status = rpc_errc::ok;
@@ -209,13 +215,16 @@ expectation expected_replies(std::string_view stream) {
       e.error_status = rpc_errc::message_too_large;
       return e;
     }
-    if (err != protocol::header_errc::ok || h.type != protocol::msg_type::request) {
+    if (err != protocol::header_errc::ok || h.type == protocol::msg_type::response) {
       e.error_frame = true;
       e.error_status = rpc_errc::protocol_error;
       return e;
     }
     if (stream.size() < h.frame_size()) return e;
-    ++e.ids[h.request_id];
+    if (h.type == protocol::msg_type::request) ++e.ids[h.request_id];
+    if (h.type == protocol::msg_type::cancel && e.ids.count(h.request_id))
+      ++e.cancels[h.request_id];
+    if (h.type == protocol::msg_type::ping) ++e.pings[h.request_id];
     stream.remove_prefix(h.frame_size());
   }
   return e;
@@ -225,6 +234,7 @@ expectation expected_replies(std::string_view stream) {
 // only a prefix may have arrived (possibly cut inside a frame), and only that prefix is checked.
 void check_replies(std::string_view got, const expectation& want, bool complete) {
   std::map<std::uint64_t, int> ids;
+  std::map<std::uint64_t, int> pongs;
   bool saw_error_frame = false;
   while (!got.empty()) {
     if (!complete && got.size() < protocol::header_size) break;
@@ -232,7 +242,15 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     protocol::frame_header h;
     check(protocol::decode_header(got.data(), h, UINT32_MAX) == protocol::header_errc::ok,
           "reply header does not decode");
-    check(h.type == protocol::msg_type::response, "reply is not a response frame");
+    if (h.type == protocol::msg_type::pong) {
+      check(h.function_id == 0 && h.flags == 0 && h.timeout_ms == 0 && h.payload_size() == 0 &&
+                h.status == rpc_errc::ok,
+            "pong with fields set");
+      ++pongs[h.request_id];
+      got.remove_prefix(h.frame_size());
+      continue;
+    }
+    check(h.type == protocol::msg_type::response, "reply is neither a response nor a pong");
     check(h.function_id == 0 && h.flags == 0 && h.timeout_ms == 0,
           "response function id / flags / timeout not 0");
     check(h.payload_size() <= max_frame, "reply over the server's own limit");
@@ -265,9 +283,20 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     const auto it = want.ids.find(id);
     check(it != want.ids.end() && n <= it->second, "a reply to a request never sent");
   }
+  for (const auto& [id, n] : pongs) {
+    const auto it = want.pings.find(id);
+    check(it != want.pings.end() && n <= it->second, "a pong for a ping never sent");
+  }
   if (!complete) return;
   check(saw_error_frame == want.error_frame, "framing error frame missing");
-  check(ids == want.ids, "replies missing for complete requests");
+  check(pongs == want.pings, "pongs missing for pings");
+  for (const auto& [id, n] : want.ids) {
+    const auto got_it = ids.find(id);
+    const int replies = got_it == ids.end() ? 0 : got_it->second;
+    const auto c = want.cancels.find(id);
+    const int may_miss = c == want.cancels.end() ? 0 : c->second;
+    check(replies <= n && replies >= n - may_miss, "replies missing for complete requests");
+  }
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ enum class rpc_errc : std::uint8_t {
   protocol_error = 9,      // the byte stream is not corvid protocol (magic, version, type)
   connect_failed = 10,     // resolving or connecting failed
   invalid_argument = 11,   // a local API misuse, e.g. an unparsable endpoint
+  no_rdma_device = 12,     // init_ibv(): no usable RDMA device (or provider) on this host
+  client_busy = 13,        // the client's own in-flight limit is reached (fail-fast mode)
 };
 
 // Short stable name, e.g. "function_not_found".
@@ -44,11 +46,22 @@ class rpc_error {
     return message_.empty() ? std::string(to_string(code_)) : message_;
   }
   std::error_code error_code() const noexcept { return make_error_code(code_); }
+  // True when the request is known never to have left this process (its connection broke
+  // before the bytes were handed to the socket): the server cannot have run it, so sending
+  // it again is safe even when the function is not idempotent. client_pool retries such
+  // calls once on another connection.
+  bool request_unsent() const noexcept { return unsent_; }
+  static rpc_error unsent(rpc_errc code, std::string message) {
+    rpc_error e(code, std::move(message));
+    e.unsent_ = true;
+    return e;
+  }
   explicit operator bool() const noexcept { return code_ != rpc_errc::ok; }
   friend bool operator==(const rpc_error& e, rpc_errc c) noexcept { return e.code_ == c; }
 
  private:
   rpc_errc code_ = rpc_errc::ok;
+  bool unsent_ = false;
   std::string message_;
 };
 

@@ -27,6 +27,7 @@ client_connection::client_connection(asio::io_context& reactor, const client_con
       resolver_(reactor),
       connect_timer_(reactor),
       deadline_timer_(reactor),
+      heartbeat_timer_(reactor),
       read_buf_(idle_read_buffer) {}
 
 client_connection::~client_connection() = default;
@@ -111,6 +112,9 @@ void client_connection::on_connected(std::uint64_t epoch) {
     open_ = true;
     closed_reason_.clear();
   }
+  last_heard_ = std::chrono::steady_clock::now();
+  last_ping_ = {};
+  arm_heartbeat(epoch);
   start_reading(epoch);
 }
 
@@ -170,10 +174,16 @@ void client_connection::fail_all(rpc_error e) {
   socket_.close(ignored);  // a write in flight ends with an error; its pins release then
   connect_timer_.cancel();
   deadline_timer_.cancel();
+  heartbeat_timer_.cancel();
   timer_armed_for_ = std::chrono::steady_clock::time_point::max();
   read_buf_.clear();
   read_buf_.shrink_to(idle_read_buffer);
   read_room_ = 4096;
+  std::uint64_t written;
+  {
+    std::lock_guard lk(mutex_);
+    written = written_seq_;
+  }
   for (call_base* c : victims) {
     c->prev = c->next = nullptr;
     bool deferred;
@@ -181,7 +191,11 @@ void client_connection::fail_all(rpc_error e) {
       std::lock_guard lk(mutex_);
       deferred = c->completion_deferred = c->pinned;
     }
-    c->set_error(e);
+    if (c->seq > written) {  // its bytes were still in out_: the server never saw it
+      c->set_error(rpc_error::unsent(e.code(), e.message() + " (request not sent)"));
+    } else {
+      c->set_error(e);
+    }
     finish_call(c, deferred);
   }
 }
@@ -199,6 +213,7 @@ void client_connection::register_call(call_base* call, std::chrono::milliseconds
   }
   slots_[index].call = call;
   call->id = (std::uint64_t{slots_[index].generation} << 32) | index;
+  call->seq = ++submit_seq_;
   call->timed = timeout.count() > 0;
   if (!call->timed) return;
   call->deadline = std::chrono::steady_clock::now() + timeout;
@@ -256,6 +271,8 @@ void client_connection::flush() {
     std::lock_guard lk(mutex_);
     flush_scheduled_ = false;
     if (!writing_ && open_ && !out_.empty()) {
+      // Conservative in the one-frame-per-write mode: everything queued counts as written.
+      written_seq_ = submit_seq_;
       if (config_.coalesce_writes) {
         std::swap(out_, sending_);
         pinned_sending_.swap(pinned_out_);
@@ -275,7 +292,7 @@ void client_connection::flush() {
   if (!start) return;
   write_calls_ = 0;
   asio::async_write(
-      socket_, buffer_range(sending_.buffers()), counting_transfer_all{&write_calls_},
+      socket_, buffer_range(sending_.buffers()), counting_transfer_all{&write_calls_, &last_heard_},
       [self = shared_from_this(), epoch = epoch_](const std::error_code& ec, std::size_t n) {
         self->on_write(epoch, ec, n);
       });
@@ -283,6 +300,7 @@ void client_connection::flush() {
 
 void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
   stats_.on_write(sending_.frames(), write_calls_, n);
+  if (write_calls_ >= 2) last_heard_ = std::chrono::steady_clock::now();  // server drained it
   sending_.clear();
   {
     std::lock_guard lk(mutex_);
@@ -320,6 +338,7 @@ void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, 
   if (n == read_buf_.tail_room() && read_room_ < max_read_room) read_room_ *= 2;
   read_buf_.commit(n);
   stats_.on_read(n);
+  last_heard_ = std::chrono::steady_clock::now();
   dispatching_ = true;
   const bool ok = process_frames();
   dispatching_ = false;
@@ -335,7 +354,8 @@ bool client_connection::process_frames() {
   while (read_buf_.size() >= protocol::header_size) {
     protocol::frame_header h;
     const auto herr = protocol::decode_header(read_buf_.data(), h, config_.max_frame_size);
-    if (herr != protocol::header_errc::ok || h.type != protocol::msg_type::response) {
+    const bool control = h.type == protocol::msg_type::ping || h.type == protocol::msg_type::pong;
+    if (herr != protocol::header_errc::ok || (h.type != protocol::msg_type::response && !control)) {
       std::string why = herr == protocol::header_errc::too_large
                             ? "reply of " + std::to_string(h.payload_size()) +
                                   " bytes exceeds max_frame_size " +
@@ -348,6 +368,14 @@ bool client_connection::process_frames() {
     if (read_buf_.size() < h.frame_size()) {
       read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
       break;
+    }
+    if (control) {
+      if (h.type == protocol::msg_type::ping) {
+        std::lock_guard lk(mutex_);
+        queue_control_locked(protocol::msg_type::pong, h.request_id);  // on_read flushes
+      }
+      read_buf_.consume(h.frame_size());
+      continue;
     }
     const char* body = read_buf_.data() + protocol::header_size;
     if (h.request_id == 0 && h.status != rpc_errc::ok) {
@@ -401,16 +429,89 @@ void client_connection::on_timer() {
     std::lock_guard lk(mutex_);
     const auto now = std::chrono::steady_clock::now();
     while (deadline_head_ != nullptr && deadline_head_->deadline <= now) {
-      call_base* c = take_call(deadline_head_->id);
+      const std::uint64_t id = deadline_head_->id;
+      call_base* c = take_call(id);
       c->completion_deferred = c->pinned;
       expired.emplace_back(c, c->pinned);
+      // A coroutine handler may still be working on it: tell the server to stop.
+      if (config_.send_cancel && open_) queue_control_locked(protocol::msg_type::cancel, id);
     }
   }
   for (auto [c, deferred] : expired) {
     c->set_error({rpc_errc::timeout, "no reply before the call's deadline"});
     finish_call(c, deferred);
   }
+  if (!expired.empty()) flush();  // the cancel frames
   rearm_timer();
+}
+
+// ---- cancellation and heartbeats -------------------------------------------------------
+
+void client_connection::queue_control_locked(protocol::msg_type type, std::uint64_t id) {
+  protocol::frame_header h;
+  h.type = type;
+  h.request_id = id;
+  protocol::encode_header(h, out_.extend(protocol::header_size));
+  if (type == protocol::msg_type::cancel) stats_.on_cancelled();
+  if (type == protocol::msg_type::ping) stats_.on_ping();
+}
+
+void client_connection::cancel(call_base* call) {
+  bool deferred = false;
+  bool kick = false;
+  {
+    std::lock_guard lk(mutex_);
+    const std::uint64_t id = call->id;
+    if (take_call(id) != call) return;  // ended already (its id no longer matches)
+    deferred = call->completion_deferred = call->pinned;
+    if (config_.send_cancel && open_) {
+      queue_control_locked(protocol::msg_type::cancel, id);
+      kick = schedule_flush_locked();
+    }
+  }
+  call->set_error({rpc_errc::cancelled, "cancelled by the caller"});
+  finish_call(call, deferred);  // drops the connection's reference
+  if (kick) kick_flush();
+}
+
+void client_connection::arm_heartbeat(std::uint64_t epoch) {
+  if (config_.heartbeat_interval.count() <= 0 && config_.heartbeat_timeout.count() <= 0) return;
+  auto next = std::chrono::steady_clock::time_point::max();
+  if (config_.heartbeat_interval.count() > 0) {
+    next = std::max(last_heard_, last_ping_) + config_.heartbeat_interval;
+  }
+  if (config_.heartbeat_timeout.count() > 0) {
+    next = std::min(next, last_heard_ + config_.heartbeat_timeout);
+  }
+  heartbeat_timer_.expires_at(next);
+  heartbeat_timer_.async_wait([self = shared_from_this(), epoch](const std::error_code& ec) {
+    if (!ec && epoch == self->epoch_) self->on_heartbeat(epoch);
+  });
+}
+
+void client_connection::on_heartbeat(std::uint64_t epoch) {
+  const auto now = std::chrono::steady_clock::now();
+  if (config_.heartbeat_timeout.count() > 0 && now >= last_heard_ + config_.heartbeat_timeout) {
+    stats_.on_dead_peer();
+    fail_all(
+        {rpc_errc::connection_closed, "nothing heard from the server for " +
+                                          std::to_string(config_.heartbeat_timeout.count()) +
+                                          " ms (heartbeat timeout): connection presumed dead"});
+    return;
+  }
+  if (config_.heartbeat_interval.count() > 0 &&
+      now >= std::max(last_heard_, last_ping_) + config_.heartbeat_interval) {
+    last_ping_ = now;
+    bool kick;
+    {
+      std::lock_guard lk(mutex_);
+      if (!open_) return;
+      queue_control_locked(protocol::msg_type::ping, 0);
+      kick = schedule_flush_locked();
+    }
+    if (kick) flush();
+  }
+  arm_heartbeat(epoch);
 }
 
 }  // namespace corvid::detail

@@ -74,6 +74,11 @@ void client_pool::reap_locked(steady::time_point now) {
   });
 }
 
+void client_pool::count_retry() {
+  std::lock_guard lk(mutex_);
+  ++stats_.retried_unsent;
+}
+
 void client_pool::wake(std::vector<std::coroutine_handle<>>& waiters) {
   for (auto h : waiters) h.resume();
   waiters.clear();
@@ -99,7 +104,12 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
           best_pending = pending;
         }
       }
-      const bool room = entries_.size() < config_.max_connections;
+      // Broken connections a caller still holds a lease on are not counted: they take no
+      // calls and go away with the lease, and the calls retrying off them need a fresh one.
+      const auto live = static_cast<std::size_t>(
+          std::count_if(entries_.begin(), entries_.end(),
+                        [](const entry& e) { return e.connecting || e.client->is_connected(); }));
+      const bool room = live < config_.max_connections;
       const bool may_connect = room && now >= next_attempt_;
       if (best != nullptr &&
           (best_pending < config_.max_in_flight_per_connection || !may_connect)) {

@@ -28,6 +28,10 @@ std::string_view to_string(rpc_errc e) noexcept {
       return "connect_failed";
     case rpc_errc::invalid_argument:
       return "invalid_argument";
+    case rpc_errc::no_rdma_device:
+      return "no_rdma_device";
+    case rpc_errc::client_busy:
+      return "client_busy";
   }
   return "unknown_error";
 }

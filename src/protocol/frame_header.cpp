@@ -64,8 +64,7 @@ header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_p
   }
   if (static_cast<std::uint8_t>(in[2]) != current_version) return header_errc::bad_version;
   const auto type = static_cast<std::uint8_t>(in[3]);
-  if (type != static_cast<std::uint8_t>(msg_type::request) &&
-      type != static_cast<std::uint8_t>(msg_type::response)) {
+  if (type < static_cast<std::uint8_t>(msg_type::request) || type > max_msg_type) {
     return header_errc::bad_type;
   }
   out.type = static_cast<msg_type>(type);

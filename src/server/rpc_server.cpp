@@ -266,7 +266,3 @@ std::size_t rpc_server::connection_count() const noexcept { return core_->connec
 transport_stats rpc_server::stats() const noexcept { return core_->stats.snapshot(); }
 
 }  // namespace corvid
-
-namespace corvid {
-std::string request_context::peer_address() const { return channel_->peer_address(); }
-}  // namespace corvid

@@ -28,10 +28,10 @@ server_connection::server_connection(server_core& core,
       read_buf_(core.config.read_buffer_size) {}
 
 void server_connection::start() {
-  if (core_.config.idle_timeout.count() > 0) {
-    idle_timer_.emplace(reactor_);
-    last_activity_ = std::chrono::steady_clock::now();
-    arm_idle_timer();
+  if (has_time_limits()) {
+    timer_.emplace(reactor_);
+    last_activity_ = last_heard_ = std::chrono::steady_clock::now();
+    arm_timer();
   }
   read_more();
 }
@@ -41,21 +41,66 @@ void server_connection::refuse(std::string reason) {
   flush();
 }
 
-void server_connection::arm_idle_timer() {
-  // Fires at last activity + idle_timeout; activity since then just re-arms it.
-  idle_timer_->expires_at(last_activity_ + core_.config.idle_timeout);
-  idle_timer_->async_wait([self = std::static_pointer_cast<server_connection>(shared_from_this())](
-                              const std::error_code& ec) {
-    if (ec || self->closed_) return;
-    const bool idle =
-        std::chrono::steady_clock::now() >= self->last_activity_ + self->core_.config.idle_timeout;
-    if (idle && self->in_flight_ == 0 && !self->writing_ && self->pending_.empty()) {
-      self->close();
+bool server_connection::has_time_limits() const noexcept {
+  const server_config& c = core_.config;
+  return c.idle_timeout.count() > 0 || c.frame_read_timeout.count() > 0 ||
+         c.heartbeat_interval.count() > 0 || c.heartbeat_timeout.count() > 0;
+}
+
+std::chrono::steady_clock::time_point server_connection::next_check() const noexcept {
+  const server_config& c = core_.config;
+  time_point t = time_point::max();
+  if (c.idle_timeout.count() > 0) t = std::min(t, last_activity_ + c.idle_timeout);
+  if (c.frame_read_timeout.count() > 0 && frame_started_ != time_point{}) {
+    t = std::min(t, frame_started_ + c.frame_read_timeout);
+  }
+  if (c.heartbeat_timeout.count() > 0) t = std::min(t, last_heard_ + c.heartbeat_timeout);
+  if (c.heartbeat_interval.count() > 0) {
+    t = std::min(t, std::max(last_heard_, last_ping_) + c.heartbeat_interval);
+  }
+  // A frame may start later: look again within frame_read_timeout.
+  if (c.frame_read_timeout.count() > 0) {
+    t = std::min(t, std::chrono::steady_clock::now() + c.frame_read_timeout);
+  }
+  return t;
+}
+
+void server_connection::arm_timer() {
+  timer_->expires_at(next_check());
+  timer_->async_wait([self = std::static_pointer_cast<server_connection>(shared_from_this())](
+                         const std::error_code& ec) {
+    if (!ec && !self->closed_) self->on_timer();
+  });
+}
+
+void server_connection::on_timer() {
+  const server_config& c = core_.config;
+  const time_point now = std::chrono::steady_clock::now();
+  if (c.frame_read_timeout.count() > 0 && frame_started_ != time_point{} &&
+      now >= frame_started_ + c.frame_read_timeout) {
+    close();  // a peer dribbling a frame (slowloris) may not read an error reply either
+    return;
+  }
+  if (c.heartbeat_timeout.count() > 0 && now >= last_heard_ + c.heartbeat_timeout) {
+    core_.stats.on_dead_peer();
+    close();  // nothing heard, not even a pong: the peer is gone (half-open connection)
+    return;
+  }
+  if (c.idle_timeout.count() > 0 && now >= last_activity_ + c.idle_timeout) {
+    if (in_flight_ == 0 && !writing_ && pending_.empty()) {
+      close();
       return;
     }
-    if (idle) self->last_activity_ = std::chrono::steady_clock::now();  // busy: from now
-    self->arm_idle_timer();
-  });
+    last_activity_ = now;  // busy: idle counts from now
+  }
+  if (c.heartbeat_interval.count() > 0 &&
+      now >= std::max(last_heard_, last_ping_) + c.heartbeat_interval) {
+    last_ping_ = now;
+    core_.stats.on_ping();
+    queue_control(protocol::msg_type::ping, 0);
+    flush();
+  }
+  arm_timer();
 }
 
 void server_connection::read_more() {
@@ -88,8 +133,8 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
   read_buf_.commit(n);
   core_.stats.on_read(n);
   read_time_ = std::chrono::steady_clock::now();  // deadlines count from arrival
+  last_heard_ = read_time_;
   const bool ok = process_frames();
-  if (idle_timer_) last_activity_ = std::chrono::steady_clock::now();  // after slow handlers
   flush();
   if (ok) read_more();
   close_if_done();
@@ -100,6 +145,7 @@ bool server_connection::process_frames() {
   bool ok = true;
   std::uint64_t frames = 0;
   std::size_t largest = 0;
+  bool requests = false;
   while (read_buf_.size() >= protocol::header_size) {
     protocol::frame_header h;
     auto herr = protocol::decode_header(read_buf_.data(), h, core_.config.max_frame_size);
@@ -110,7 +156,7 @@ bool server_connection::process_frames() {
       ok = false;
       break;
     }
-    if (herr != protocol::header_errc::ok || h.type != protocol::msg_type::request) {
+    if (herr != protocol::header_errc::ok || h.type == protocol::msg_type::response) {
       fail(0, rpc_errc::protocol_error,
            herr != protocol::header_errc::ok ? std::string(protocol::to_string(herr))
                                              : std::string("expected a request frame"));
@@ -122,12 +168,24 @@ bool server_connection::process_frames() {
       read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
       break;
     }
-    dispatch(h, read_buf_.data() + protocol::header_size);
+    if (h.type == protocol::msg_type::request) {
+      dispatch(h, read_buf_.data() + protocol::header_size);
+      requests = true;
+      ++frames;
+    } else {
+      on_control(h);
+    }
     read_buf_.consume(h.frame_size());
-    ++frames;
     largest = std::max(largest, h.frame_size());
+    frame_started_ = {};  // whatever follows started arriving with this batch
   }
   dispatching_ = false;
+  if (timer_) {
+    const time_point now = std::chrono::steady_clock::now();  // after the handlers ran
+    if (requests) last_activity_ = now;
+    if (!read_buf_.empty() && frame_started_ == time_point{}) frame_started_ = now;
+    if (read_buf_.empty()) frame_started_ = {};
+  }
   core_.stats.on_frames_received(frames);
   // A buffer grown for big frames goes back to the system once a drained batch held none:
   // while big frames keep coming it stays, so each is read straight into it without
@@ -160,6 +218,49 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
     return;
   }
   entry->invoke(entry->object, *this, req);
+}
+
+void server_connection::on_control(const protocol::frame_header& h) {
+  switch (h.type) {
+    case protocol::msg_type::cancel:
+      cancel_running(h.request_id);
+      break;
+    case protocol::msg_type::ping:
+      queue_control(protocol::msg_type::pong, h.request_id);
+      break;
+    default:  // pong: hearing it was the point
+      break;
+  }
+}
+
+void server_connection::queue_control(protocol::msg_type type, std::uint64_t id) {
+  if (closed_) return;
+  protocol::frame_header h;
+  h.type = type;
+  h.request_id = id;
+  protocol::encode_header(h, pending_.extend(protocol::header_size));
+  // Not counted as a frame: stats count RPC frames, and the heartbeat logic relies on
+  // writes of control frames alone not counting as the peer's sign of life.
+  if (!dispatching_) flush();
+}
+
+void server_connection::cancel_running(std::uint64_t request_id) {
+  // A linear walk: coroutine calls in flight on one connection are few, cancels rare.
+  for (request_context* c = running_; c != nullptr; c = c->next_running) {
+    if (c->request_id() == request_id && !c->cancelled()) {
+      core_.stats.on_cancelled();
+      c->cancel();
+      return;
+    }
+  }
+}
+
+void server_connection::cancel_all_running() {
+  for (request_context* c = running_; c != nullptr;) {
+    request_context* next = c->next_running;  // cancel() may resume nothing inline, but be safe
+    c->cancel();
+    c = next;
+  }
 }
 
 outbound_queue& server_connection::begin_reply(std::uint64_t request_id) {
@@ -246,13 +347,22 @@ void server_connection::write_each() {
   if (ec) close();
 }
 
-void server_connection::call_started() noexcept {
+void server_connection::call_started(request_context& ctx) noexcept {
   ++in_flight_;
+  ctx.prev_running = nullptr;
+  ctx.next_running = running_;
+  if (running_ != nullptr) running_->prev_running = &ctx;
+  running_ = &ctx;
+  if (closed_) ctx.cancel();  // started by a batch that arrived as the connection closed
   core_.handler_started();
 }
 
-void server_connection::call_finished() noexcept {
+void server_connection::call_finished(request_context& ctx) noexcept {
   --in_flight_;
+  (ctx.prev_running ? ctx.prev_running->next_running : running_) = ctx.next_running;
+  if (ctx.next_running != nullptr) ctx.next_running->prev_running = ctx.prev_running;
+  ctx.prev_running = ctx.next_running = nullptr;
+  last_activity_ = std::chrono::steady_clock::now();
   core_.handler_finished();
   close_if_done();
 }
@@ -263,14 +373,15 @@ void server_connection::flush() {
   writing_ = true;
   write_calls_ = 0;
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
-  asio::async_write(socket_, buffer_range(sending_.buffers()), counting_transfer_all{&write_calls_},
+  asio::async_write(socket_, buffer_range(sending_.buffers()),
+                    counting_transfer_all{&write_calls_, &last_heard_},
                     [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
 }
 
 void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   writing_ = false;
   core_.stats.on_write(sending_.frames(), write_calls_, n);
-  if (idle_timer_) last_activity_ = std::chrono::steady_clock::now();
+  if (write_calls_ >= 2) last_heard_ = std::chrono::steady_clock::now();  // peer drained it
   sending_.clear();
   if (ec) {
     close();
@@ -300,7 +411,8 @@ void server_connection::force_close() { close(); }
 void server_connection::close() {
   if (closed_) return;
   closed_ = true;
-  if (idle_timer_) idle_timer_->cancel();
+  if (timer_) timer_->cancel();
+  cancel_all_running();  // nobody will read their replies
   std::error_code ignored;
   socket_.shutdown(asio::socket_base::shutdown_both, ignored);
   socket_.close(ignored);

@@ -30,8 +30,8 @@ class server_connection final : public reply_channel {
   outbound_queue& begin_reply(std::uint64_t request_id) override;
   void end_reply(request_context* ctx) override;
   void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) override;
-  void call_started() noexcept override;
-  void call_finished() noexcept override;
+  void call_started(request_context& ctx) noexcept override;
+  void call_finished(request_context& ctx) noexcept override;
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }
 
@@ -41,6 +41,11 @@ class server_connection final : public reply_channel {
   // Dispatches every complete frame in the read buffer; returns false on a protocol error.
   bool process_frames();
   void dispatch(const protocol::frame_header& h, const char* payload);
+  // cancel, ping and pong frames.
+  void on_control(const protocol::frame_header& h);
+  void cancel_running(std::uint64_t request_id);
+  void cancel_all_running();
+  void queue_control(protocol::msg_type type, std::uint64_t id);
   // Sends an error frame, then closes once everything queued is written.
   void fail(std::uint64_t request_id, rpc_errc code, std::string_view message);
   void frame_queued();
@@ -49,7 +54,13 @@ class server_connection final : public reply_channel {
   void on_write(const std::error_code& ec, std::size_t n);
   void close_if_done();
   void close();
-  void arm_idle_timer();
+  // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
+  // armed for the earliest limit and only re-armed when it fires: activity just moves the
+  // timestamps below, so the hot path never touches the timer.
+  bool has_time_limits() const noexcept;
+  std::chrono::steady_clock::time_point next_check() const noexcept;
+  void arm_timer();
+  void on_timer();
 
   server_core& core_;
   asio::generic::stream_protocol::socket socket_;
@@ -60,9 +71,13 @@ class server_connection final : public reply_channel {
   outbound_queue sending_;                             // the write in flight
   std::size_t read_room_ = 4096;                       // grows while reads fill it
   std::chrono::steady_clock::time_point read_time_{};  // when the current batch arrived
-  std::optional<asio::steady_timer> idle_timer_;       // only with server_config::idle_timeout
-  // Last read, end of dispatch or write completion: what "idle" is measured from.
-  std::chrono::steady_clock::time_point last_activity_{};
+  std::optional<asio::steady_timer> timer_;            // only when a time limit is configured
+  using time_point = std::chrono::steady_clock::time_point;
+  time_point last_activity_{};          // last request or call end: what "idle" is measured from
+  time_point last_heard_{};             // last byte read, or a write the peer drained (heartbeats)
+  time_point last_ping_{};              // our last ping
+  time_point frame_started_{};          // first byte of the incomplete frame in read_buf_, or {}
+  request_context* running_ = nullptr;  // coroutine calls in flight (their contexts)
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::size_t in_flight_ = 0;      // coroutine handlers running

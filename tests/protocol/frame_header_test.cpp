@@ -136,8 +136,8 @@ TEST(FrameHeader, RejectsOtherVersions) {
 }
 
 TEST(FrameHeader, RejectsUnknownTypes) {
-  for (char t : {'\0', '\3', '\xff'}) EXPECT_EQ(decode_with(3, t), header_errc::bad_type);
-  EXPECT_EQ(decode_with(3, 2), header_errc::ok);
+  for (char t : {'\0', '\6', '\xff'}) EXPECT_EQ(decode_with(3, t), header_errc::bad_type);
+  for (char t = 1; t <= 5; ++t) EXPECT_EQ(decode_with(3, t), header_errc::ok);  // request..pong
 }
 
 // Checked in wire order, so a peer that is not corvid at all hears "bad magic", not a
@@ -229,6 +229,8 @@ TEST(StatusByte, ValuesAreFixed) {
       {rpc_errc::protocol_error, 9},
       {rpc_errc::connect_failed, 10},
       {rpc_errc::invalid_argument, 11},
+      {rpc_errc::no_rdma_device, 12},
+      {rpc_errc::client_busy, 13},
   };
   for (auto [code, value] : table) {
     EXPECT_EQ(static_cast<int>(code), value) << to_string(code);

@@ -3,6 +3,7 @@
 // `co_await client.send_request<f>(..)` returns once the request is queued and yields an
 // async_reply, which is awaited later for the result (pipelining).
 #include <coroutine>
+#include <memory>
 #include <utility>
 
 #include "corvid/client/call_state.hpp"
@@ -52,27 +53,40 @@ class [[nodiscard]] reply_awaitable {
 template <class State>
 class [[nodiscard]] async_reply {
  public:
-  explicit async_reply(detail::call_ref<State> s) noexcept : s_(std::move(s)) {}
+  async_reply(detail::call_ref<State> s, std::weak_ptr<detail::call_canceller> conn) noexcept
+      : s_(std::move(s)), conn_(std::move(conn)) {}
   bool ready() const noexcept { return s_->done(); }
+  // Gives up on the call: it ends with `cancelled` at once (awaiting it yields that error),
+  // and the server is told, so a coroutine handler still running sees
+  // request_context::cancelled() and wakes from ctx.sleep_for(). No effect once it ended.
+  void cancel() {
+    if (s_.get() == nullptr || s_->done()) return;
+    if (auto c = conn_.lock()) c->cancel(s_.get());
+  }
   reply_awaitable<State> operator co_await() && noexcept {
     return reply_awaitable<State>(std::move(s_));
   }
 
  private:
   detail::call_ref<State> s_;
+  std::weak_ptr<detail::call_canceller> conn_;
 };
 
 // What send_request returns: already queued, so awaiting it never suspends.
 template <class State>
 class [[nodiscard]] queued_request {
  public:
-  explicit queued_request(detail::call_ref<State> s) noexcept : s_(std::move(s)) {}
+  queued_request(detail::call_ref<State> s, std::weak_ptr<detail::call_canceller> conn) noexcept
+      : s_(std::move(s)), conn_(std::move(conn)) {}
   bool await_ready() const noexcept { return true; }
   void await_suspend(std::coroutine_handle<>) const noexcept {}
-  async_reply<State> await_resume() noexcept { return async_reply<State>(std::move(s_)); }
+  async_reply<State> await_resume() noexcept {
+    return async_reply<State>(std::move(s_), std::move(conn_));
+  }
 
  private:
   detail::call_ref<State> s_;
+  std::weak_ptr<detail::call_canceller> conn_;
 };
 
 }  // namespace corvid

@@ -60,6 +60,7 @@ class call_base : public pooled {
 
   // Owned by the connection, under its lock.
   std::uint64_t id = 0;
+  std::uint64_t seq = 0;  // submission order: tells calls whose bytes were never written
   std::chrono::steady_clock::time_point deadline{};
   call_base* prev = nullptr;  // deadline list
   call_base* next = nullptr;
@@ -76,6 +77,14 @@ class call_base : public pooled {
 };
 
 std::string undecodable_reply_message(std::string_view why);
+
+// What an async_reply uses to cancel its call: the connection it was sent on.
+class call_canceller {
+ public:
+  // Ends `call` with `cancelled` (if it has not ended) and tells the server. Any thread.
+  virtual void cancel(call_base* call) = 0;
+  virtual ~call_canceller() = default;
+};
 
 // R: the client-side result type (owning); A: whether the caller wants the reply attachment.
 template <class R, bool A>

@@ -23,6 +23,15 @@ struct client_config {
   // Request attachments at least this large are written from the caller's memory instead of
   // being copied (0 = always copy). The call then completes only after its bytes are written.
   std::size_t zero_copy_threshold = 64 * 1024;
+  // Heartbeats (0 = off): after `heartbeat_interval` without hearing from the server the
+  // client sends a ping; after `heartbeat_timeout` without hearing anything (reply, ping or
+  // pong) the connection is closed as dead and its calls end with connection_closed — so a
+  // half-open connection (peer vanished, no FIN or RST) is noticed even when idle.
+  std::chrono::milliseconds heartbeat_interval{10'000};
+  std::chrono::milliseconds heartbeat_timeout{30'000};
+  // When a call times out or is cancelled, tell the server (a cancel frame), so a coroutine
+  // handler still working on it is cancelled.
+  bool send_cancel = true;
 };
 
 }  // namespace corvid

@@ -38,26 +38,40 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   // A connection to use now: the least busy one, or a new one while under max_connections.
   task<expected<lease, rpc_error>> acquire();
 
+  // A call whose connection broke before its request was written (rpc_error::
+  // request_unsent()) is retried once on another connection: the server never saw it.
   template <auto F, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
-    auto l = co_await acquire();
-    if (!l) co_return unexpected(std::move(l).error());
-    co_return co_await l->client->template call<F>(std::move(args)...);
+    for (int attempt = 0;; ++attempt) {
+      auto l = co_await acquire();
+      if (!l) co_return unexpected(std::move(l).error());
+      auto r = co_await l->client->template call<F>(args...);
+      if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
+      count_retry();
+    }
   }
   template <auto F, class Rep, class Period, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call_for(
       std::chrono::duration<Rep, Period> timeout, Args... args) {
-    auto l = co_await acquire();
-    if (!l) co_return unexpected(std::move(l).error());
-    co_return co_await l->client->template call_for<F>(timeout, std::move(args)...);
+    for (int attempt = 0;; ++attempt) {
+      auto l = co_await acquire();
+      if (!l) co_return unexpected(std::move(l).error());
+      auto r = co_await l->client->template call_for<F>(timeout, args...);
+      if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
+      count_retry();
+    }
   }
   // call_with on a pooled connection (per-call timeout and attachment).
   template <auto F, class... Args>
   task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
       call_options options, Args... args) {
-    auto l = co_await acquire();
-    if (!l) co_return unexpected(std::move(l).error());
-    co_return co_await l->client->template call_with<F>(options, std::move(args)...);
+    for (int attempt = 0;; ++attempt) {
+      auto l = co_await acquire();
+      if (!l) co_return unexpected(std::move(l).error());
+      auto r = co_await l->client->template call_with<F>(options, args...);
+      if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
+      count_retry();
+    }
   }
   // Queues the request on a pooled connection; yields the async_reply to await later.
   template <auto F, class... Args>
@@ -94,6 +108,7 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   // Under mutex_: closes broken, idle and aged connections nobody holds.
   void reap_locked(std::chrono::steady_clock::time_point now);
   std::chrono::milliseconds backoff_locked();
+  void count_retry();
   // Resumes coroutines waiting for a connect to finish (after mutex_ is released).
   void wake(std::vector<std::coroutine_handle<>>& waiters);
   struct connect_wait;

@@ -35,6 +35,7 @@ struct pool_stats {
   std::size_t closed_idle = 0;
   std::size_t closed_aged = 0;
   std::size_t closed_broken = 0;
+  std::size_t retried_unsent = 0;  // calls retried once because their request was never sent
 };
 
 // Passed to the seed-style send_request callback: whether the connection is new.

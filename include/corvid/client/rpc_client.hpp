@@ -104,14 +104,16 @@ class rpc_client {
   // Queues the request at once; co_await yields an async_reply to await for the result.
   template <auto F, class... Args>
   auto send_request(Args&&... args) {
-    return queued_request(start<F, false>(call_options{}, std::forward<Args>(args)...));
+    return queued_request(start<F, false>(call_options{}, std::forward<Args>(args)...),
+                          canceller());
   }
   template <auto F, class... Args>
   auto send_request_with(call_options options, Args&&... args) {
-    return queued_request(start<F, true>(options, std::forward<Args>(args)...));
+    return queued_request(start<F, true>(options, std::forward<Args>(args)...), canceller());
   }
 
  private:
+  std::weak_ptr<detail::call_canceller> canceller() const noexcept { return conn_; }
   template <class Rep, class Period>
   static std::chrono::milliseconds clamp(std::chrono::duration<Rep, Period> d) {
     // Round up, and never to 0, which would mean "no deadline".

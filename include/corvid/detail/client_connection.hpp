@@ -24,7 +24,8 @@
 
 namespace corvid::detail {
 
-class client_connection : public std::enable_shared_from_this<client_connection> {
+class client_connection : public std::enable_shared_from_this<client_connection>,
+                          public call_canceller {
  public:
   client_connection(asio::io_context& reactor, const client_config& config);
   ~client_connection();
@@ -42,6 +43,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void close(std::string reason);
   bool is_open() const;
   asio::io_context& reactor() noexcept { return reactor_; }
+  // call_canceller: ends the call with `cancelled` and sends the server a cancel frame.
+  void cancel(call_base* call) override;
 
   // Queues one request; `encode_body(queue)` appends the encoded arguments. Any thread.
   // Takes over one reference to `call`; the call completes with a reply or an error.
@@ -51,7 +54,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
     std::unique_lock lk(mutex_);
     if (!open_) {
       lk.unlock();
-      call->fail(rpc_errc::connection_closed, closed_reason_or_default());
+      call->set_error(rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
+      call->complete();
       call->release();
       return;
     }
@@ -107,6 +111,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   call_base* take_call(std::uint64_t id);                                  // under mutex_
   void unlink_deadline(call_base* call);                                   // under mutex_
   bool schedule_flush_locked();
+  // Appends a cancel/ping/pong frame to out_ (not counted as an RPC frame).
+  void queue_control_locked(protocol::msg_type type, std::uint64_t id);
   void kick_flush();
   std::string closed_reason_or_default() const;
 
@@ -118,6 +124,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void on_connected(std::uint64_t epoch);
   void rearm_timer();
   void on_timer();
+  void arm_heartbeat(std::uint64_t epoch);
+  void on_heartbeat(std::uint64_t epoch);
   // Reactor thread: closes the socket and fails every pending call with `e`.
   void fail_all(rpc_error e);
   // Writes done (or abandoned): lets the calls in `pins` complete.
@@ -133,6 +141,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;
+  asio::steady_timer heartbeat_timer_;
+  std::chrono::steady_clock::time_point last_heard_{};  // last read, or a write the server drained
+  std::chrono::steady_clock::time_point last_ping_{};
   std::chrono::steady_clock::time_point timer_armed_for_ =
       std::chrono::steady_clock::time_point::max();
   byte_buffer read_buf_;
@@ -159,6 +170,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   };
   std::vector<slot> slots_;  // request id = generation << 32 | slot index
   std::vector<std::uint32_t> free_slots_;
+  std::uint64_t submit_seq_ = 0;        // seq of the last call registered
+  std::uint64_t written_seq_ = 0;       // calls up to this seq were handed to a write
   call_base* deadline_head_ = nullptr;  // sorted by deadline, earliest first
   call_base* deadline_tail_ = nullptr;
 };

@@ -139,14 +139,16 @@ detached run_coroutine_call(void* object, coroutine_call<F>* call) {
   }
   reply_channel& ch = *call->channel;
   co_await switch_to{ch.reactor()};  // the handler may have finished on another thread
-  if (error) {
+  if (call->ctx.cancelled()) {
+    // The caller gave up (cancel frame) or the connection closed: nobody reads a reply.
+  } else if (error) {
     ch.reply_error(call->request_id, rpc_errc::handler_error, describe_exception(error));
   } else if constexpr (std::is_void_v<result>) {
     send_value(ch, call->request_id, call->ctx);
   } else {
     send_value(ch, call->request_id, call->ctx, *value);
   }
-  ch.call_finished();
+  ch.call_finished(call->ctx);
   delete call;
 }
 
@@ -159,7 +161,7 @@ void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) 
     delete call;
     return;
   }
-  ch.call_started();
+  ch.call_started(call->ctx);
   run_coroutine_call<F>(object, call);
 }
 

@@ -29,9 +29,10 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // An error reply: the body carries `message` (encoded as a string).
   virtual void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) = 0;
 
-  // Coroutine handlers in flight; stop() waits for them before closing.
-  virtual void call_started() noexcept = 0;
-  virtual void call_finished() noexcept = 0;
+  // Coroutine handlers in flight; stop() waits for them before closing. The connection keeps
+  // their contexts, to cancel one when a cancel frame names it (or all when it closes).
+  virtual void call_started(request_context& ctx) noexcept = 0;
+  virtual void call_finished(request_context& ctx) noexcept = 0;
 
   virtual asio::io_context& reactor() noexcept = 0;
   virtual std::string peer_address() const = 0;

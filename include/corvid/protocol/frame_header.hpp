@@ -17,7 +17,11 @@ inline constexpr std::uint32_t default_max_frame_size = 64u << 20;  // body + at
 enum class msg_type : std::uint8_t {
   request = 1,
   response = 2,
+  cancel = 3,  // client → server: the caller gave up on request_id (explicit cancel, timeout)
+  ping = 4,    // either side: are you there? Answered with a pong carrying the same id.
+  pong = 5,
 };
+inline constexpr std::uint8_t max_msg_type = 5;
 
 struct frame_header {
   msg_type type = msg_type::request;

@@ -2,6 +2,7 @@
 // Counters of what crossed a connection's socket. The benchmark reports RPCs per write
 // syscall from these (seed 002: one reply per packet wastes syscalls and packets).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace corvid {
@@ -13,6 +14,11 @@ struct transport_stats {
   std::uint64_t frames_received = 0;
   std::uint64_t read_syscalls = 0;
   std::uint64_t bytes_received = 0;
+  // Cancelled calls: on a client, cancel frames sent (explicit cancel or timeout); on a
+  // server, coroutine handlers a cancel frame reached while running.
+  std::uint64_t calls_cancelled = 0;
+  std::uint64_t pings_sent = 0;        // heartbeats sent
+  std::uint64_t dead_peer_closes = 0;  // connections closed by the heartbeat timeout
 
   double frames_per_write() const noexcept {
     return write_syscalls == 0
@@ -32,6 +38,7 @@ namespace detail {
 struct stats_counters {
   std::atomic<std::uint64_t> frames_sent{0}, write_syscalls{0}, bytes_sent{0};
   std::atomic<std::uint64_t> frames_received{0}, read_syscalls{0}, bytes_received{0};
+  std::atomic<std::uint64_t> calls_cancelled{0}, pings_sent{0}, dead_peer_closes{0};
 
   static void add(std::atomic<std::uint64_t>& c, std::uint64_t n) noexcept {
     c.fetch_add(n, std::memory_order_relaxed);
@@ -46,12 +53,16 @@ struct stats_counters {
     add(bytes_received, bytes);
   }
   void on_frames_received(std::uint64_t frames) noexcept { add(frames_received, frames); }
+  void on_cancelled() noexcept { add(calls_cancelled, 1); }
+  void on_ping() noexcept { add(pings_sent, 1); }
+  void on_dead_peer() noexcept { add(dead_peer_closes, 1); }
   transport_stats snapshot() const noexcept {
     auto get = [](const std::atomic<std::uint64_t>& c) {
       return c.load(std::memory_order_relaxed);
     };
     return {get(frames_sent),     get(write_syscalls), get(bytes_sent),
-            get(frames_received), get(read_syscalls),  get(bytes_received)};
+            get(frames_received), get(read_syscalls),  get(bytes_received),
+            get(calls_cancelled), get(pings_sent),     get(dead_peer_closes)};
   }
 };
 
@@ -59,10 +70,15 @@ struct stats_counters {
 // the kernel everything at once, and counts the write_some calls (one syscall each).
 struct counting_transfer_all {
   std::uint64_t* writes;
+  // Optional: when the peer last proved alive by draining our send buffer. A write_some
+  // after a partial one only succeeds once the peer has acknowledged bytes, while a small
+  // write succeeds into the kernel buffer even when the peer is gone.
+  std::chrono::steady_clock::time_point* progress = nullptr;
   // asio calls this before the first write_some and after each one that leaves bytes
   // unsent, so on success the number of calls equals the number of write_some calls.
   std::size_t operator()(const std::error_code& ec, std::size_t) const noexcept {
     ++*writes;
+    if (progress != nullptr && *writes >= 3) *progress = std::chrono::steady_clock::now();
     return ec ? 0 : static_cast<std::size_t>(-1) / 2;
   }
 };

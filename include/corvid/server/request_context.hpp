@@ -2,18 +2,45 @@
 // Per-request context: a handler that declares `corvid::request_context&` as its first
 // parameter sees who called, which request this is, and the request's attachment, and can set
 // the reply's attachment. Attachments are raw bytes beside the encoded arguments, never encoded.
+#include <atomic>
 #include <chrono>
+#include <coroutine>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include <asio/cancellation_signal.hpp>
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+
 namespace corvid {
 
 namespace detail {
 class reply_channel;
-}
+class server_connection;
+}  // namespace detail
+
+class request_context;
+
+// co_await ctx.sleep_for(d): like corvid::sleep_for, but ends early when the call is
+// cancelled. Yields true if it slept the whole time, false if cancelled.
+class cancellable_sleep {
+ public:
+  cancellable_sleep(request_context& ctx, std::chrono::steady_clock::duration d)
+      : ctx_(ctx), duration_(d) {}
+  bool await_ready() const noexcept;
+  void await_suspend(std::coroutine_handle<> h);
+  bool await_resume() const noexcept { return slept_; }
+
+ private:
+  void arm(std::coroutine_handle<> h);  // on the connection's reactor
+  request_context& ctx_;
+  std::chrono::steady_clock::duration duration_;
+  std::optional<asio::steady_timer> timer_;
+  bool slept_ = false;
+};
 
 class request_context {
  public:
@@ -35,6 +62,20 @@ class request_context {
     if (deadline_ == std::chrono::steady_clock::time_point::max()) return std::nullopt;
     return deadline_;
   }
+  // True once the call was cancelled: the caller cancelled it or timed out (a cancel frame
+  // arrived), or its connection closed. Nobody will read the reply any more; a coroutine
+  // handler should stop, and whatever it returns is discarded. Any thread.
+  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+  // Sleeps without blocking the thread; wakes early on cancellation (see cancellable_sleep).
+  cancellable_sleep sleep_for(std::chrono::steady_clock::duration d) {
+    return cancellable_sleep(*this, d);
+  }
+  // Cancellation for the handler's own asio operations (asio::bind_cancellation_slot): it
+  // emits cancellation_type::all when the call is cancelled. Use it on the connection's
+  // reactor (reactor()), one operation at a time.
+  asio::cancellation_slot cancellation_slot() noexcept { return signal_.slot(); }
+  // The reactor thread the connection (and this handler's start) runs on.
+  asio::io_context& reactor() const noexcept;
   // "ip:port" of the client.
   std::string peer_address() const;
   // The request's attachment; valid until the handler returns (coroutine handlers: until
@@ -63,6 +104,15 @@ class request_context {
   std::size_t owned_attachment_size() const noexcept { return owned_.size(); }
   std::string_view response_attachment_view() const noexcept { return view_; }
 
+  // Internal, on the reactor: marks the call cancelled and cancels what waits on it.
+  void cancel() noexcept {
+    cancelled_.store(true, std::memory_order_release);
+    signal_.emit(asio::cancellation_type::all);
+  }
+  // Internal: links of the connection's list of running coroutine calls.
+  request_context* prev_running = nullptr;
+  request_context* next_running = nullptr;
+
  private:
   detail::reply_channel* channel_;
   std::uint64_t request_id_;
@@ -72,6 +122,8 @@ class request_context {
   std::string owned_;
   std::string_view view_;
   bool has_owned_ = false;
+  std::atomic<bool> cancelled_{false};
+  asio::cancellation_signal signal_;
 };
 
 }  // namespace corvid

@@ -25,6 +25,17 @@ struct server_config {
   // A connection that sends nothing and has no call running for this long is closed
   // (0 = never).
   std::chrono::milliseconds idle_timeout{0};
+  // A frame whose first byte has arrived must be complete within this, or the connection is
+  // closed (slowloris defence; 0 = no limit). Generous by default: a 64 MiB frame at
+  // 10 Mbit/s takes ~55 s.
+  std::chrono::milliseconds frame_read_timeout{120'000};
+  // Heartbeats (0 = off). With an interval, the server pings a connection it has heard
+  // nothing from for that long; with a timeout, a connection it has heard nothing from (no
+  // request, ping or pong) for that long is closed as dead — a half-open connection whose
+  // peer vanished without a FIN or RST. Clients ping by default (client_config), so a
+  // timeout alone detects dead clients; pings never count as activity for idle_timeout.
+  std::chrono::milliseconds heartbeat_interval{0};
+  std::chrono::milliseconds heartbeat_timeout{0};
   // Initial per-connection read buffer; it grows for big frames and shrinks back after.
   std::size_t read_buffer_size = 8 * 1024;
   // Write coalescing: replies queued while a write is in flight leave together in one

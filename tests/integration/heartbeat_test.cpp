@@ -1,0 +1,175 @@
+// Heartbeats and read deadlines: half-open connections are found on both sides within the
+// configured time, healthy idle ones are kept, and a peer dribbling a frame is cut off.
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace corvid_test {
+namespace {
+
+// Accepts connections and never reads or writes: to a client, a server that vanished
+// without a FIN or RST (the half-open case).
+class silent_server {
+ public:
+  silent_server() : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this] {
+      for (;;) {
+        asio::ip::tcp::socket s(io_);
+        std::error_code ec;
+        acceptor_.accept(s, ec);
+        if (ec) return;
+        std::lock_guard lk(mutex_);
+        held_.push_back(std::move(s));
+      }
+    });
+  }
+  ~silent_server() {
+    std::error_code ignored;
+    acceptor_.close(ignored);
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
+    thread_.join();
+  }
+  std::string endpoint() const {
+    return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::mutex mutex_;
+  std::vector<asio::ip::tcp::socket> held_;
+  std::thread thread_;
+};
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+TEST(Heartbeat, ClientDetectsAServerThatStoppedAnswering) {
+  silent_server silent;
+  corvid::client_config cfg;
+  cfg.heartbeat_interval = 50ms;
+  cfg.heartbeat_timeout = 300ms;
+  cfg.request_timeout = 0ms;  // only the heartbeat can end the call
+  corvid::rpc_client client(cfg);
+  ASSERT_FALSE(corvid::sync_wait(connect(client, silent.endpoint())));
+  const auto start = std::chrono::steady_clock::now();
+  auto r =
+      corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+        co_return co_await client.call<echo>("anyone?");
+      }());
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::connection_closed);
+  EXPECT_NE(r.error().message().find("heartbeat"), std::string::npos) << r.error().message();
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 5s);
+  EXPECT_GE(client.stats().pings_sent, 1u);
+  EXPECT_EQ(client.stats().dead_peer_closes, 1u);
+  EXPECT_FALSE(client.is_connected());
+}
+
+TEST(Heartbeat, IdleButHealthyConnectionsAreKept) {
+  test_server s;
+  corvid::client_config cfg;
+  cfg.heartbeat_interval = 30ms;
+  cfg.heartbeat_timeout = 150ms;
+  corvid::rpc_client client(cfg);
+  ASSERT_FALSE(corvid::sync_wait(connect(client, s.endpoint())));
+  std::this_thread::sleep_for(600ms);  // four timeouts' worth of silence from the caller
+  EXPECT_TRUE(client.is_connected());
+  EXPECT_GE(client.stats().pings_sent, 3u);
+  EXPECT_EQ(client.stats().dead_peer_closes, 0u);
+  auto r =
+      corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+        co_return co_await client.call<echo>("fine");
+      }());
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(s.server().stats().frames_received, 1u);  // pings are not counted as calls
+}
+
+TEST(Heartbeat, ServerDetectsAClientThatStoppedAnswering) {
+  auto cfg = test_server::make_config();
+  cfg.heartbeat_interval = 50ms;
+  cfg.heartbeat_timeout = 300ms;
+  test_server s(cfg);
+  raw_connection raw(s.port());  // never reads, never answers a ping
+  EXPECT_TRUE(eventually([&] { return s.server().connection_count() == 1; }));
+  EXPECT_TRUE(raw.closed_by_peer());  // within the raw socket's 5 s receive timeout
+  EXPECT_TRUE(eventually([&] { return s.server().connection_count() == 0; }));
+  EXPECT_EQ(s.server().stats().dead_peer_closes, 1u);
+  EXPECT_GE(s.server().stats().pings_sent, 1u);
+}
+
+TEST(Heartbeat, ClientAnswersServerPingsEvenWithItsOwnHeartbeatOff) {
+  auto scfg = test_server::make_config();
+  scfg.heartbeat_interval = 30ms;
+  scfg.heartbeat_timeout = 150ms;
+  test_server s(scfg);
+  corvid::client_config cfg;
+  cfg.heartbeat_interval = 0ms;
+  cfg.heartbeat_timeout = 0ms;
+  corvid::rpc_client client(cfg);
+  ASSERT_FALSE(corvid::sync_wait(connect(client, s.endpoint())));
+  std::this_thread::sleep_for(600ms);
+  EXPECT_TRUE(client.is_connected());
+  EXPECT_EQ(s.server().connection_count(), 1u);
+  EXPECT_GE(s.server().stats().pings_sent, 3u);
+  EXPECT_EQ(s.server().stats().dead_peer_closes, 0u);
+  EXPECT_EQ(client.stats().pings_sent, 0u);
+}
+
+TEST(Heartbeat, PingsDoNotKeepAnIdleConnectionOpen) {
+  auto scfg = test_server::make_config();
+  scfg.idle_timeout = 300ms;
+  test_server s(scfg);
+  corvid::client_config cfg;
+  cfg.heartbeat_interval = 30ms;
+  corvid::rpc_client client(cfg);
+  ASSERT_FALSE(corvid::sync_wait(connect(client, s.endpoint())));
+  EXPECT_TRUE(eventually([&] { return !client.is_connected(); }));
+  EXPECT_GE(client.stats().pings_sent, 2u);
+}
+
+TEST(FrameReadTimeout, ADribbledFrameIsCutOff) {
+  auto scfg = test_server::make_config();
+  scfg.frame_read_timeout = 300ms;
+  test_server s(scfg);
+  raw_connection raw(s.port());
+  const std::string frame =
+      request_frame(1, corvid::protocol::function_id<echo>(), std::string_view("slow"));
+  const auto start = std::chrono::steady_clock::now();
+  raw.send(frame.substr(0, 10));  // a third of the header, then nothing (slowloris)
+  EXPECT_TRUE(raw.closed_by_peer());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  EXPECT_TRUE(eventually([&] { return s.server().connection_count() == 0; }));
+}
+
+TEST(FrameReadTimeout, SteadyTrafficIsNotCutOff) {
+  auto scfg = test_server::make_config();
+  scfg.frame_read_timeout = 200ms;
+  test_server s(scfg);
+  raw_connection raw(s.port());
+  // Frames split across writes, each completed within the limit, for 3× the limit.
+  const std::string frame =
+      request_frame(1, corvid::protocol::function_id<echo>(), std::string_view("ok"));
+  for (int i = 0; i < 12; ++i) {
+    raw.send(frame.substr(0, 20));
+    std::this_thread::sleep_for(50ms);
+    raw.send(frame.substr(20));
+    auto f = raw.read_frame();
+    ASSERT_TRUE(f) << "closed after " << i << " frames";
+    EXPECT_EQ(f->header.status, corvid::rpc_errc::ok);
+  }
+}
+
+}  // namespace
+}  // namespace corvid_test

@@ -1,0 +1,129 @@
+// Requests that never left the client: when their connection breaks they fail with
+// request_unsent() set, and client_pool retries them once on a fresh connection.
+#include <atomic>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace corvid_test {
+namespace {
+
+// Blocks the server's only reactor, so it stops reading and the client's writes back up.
+int block_reactor(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms;
+}
+std::size_t sink(corvid::request_context& ctx) { return ctx.request_attachment().size(); }
+
+class stalling_server {
+ public:
+  stalling_server() : server_(make_config()) {
+    server_.register_handler<block_reactor, sink, echo>();
+    if (auto ec = server_.async_start()) throw std::runtime_error(ec.message());
+  }
+  static corvid::server_config make_config() {
+    auto c = test_server::make_config();
+    c.io_threads = 1;
+    return c;
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(server_.port()); }
+
+ private:
+  corvid::rpc_server server_;
+};
+
+// Stalls `c`'s socket: the server's reactor sleeps, then a request far larger than the
+// socket buffers is written and sticks. Returns the replies of the two stalled calls.
+struct stalled {
+  corvid::async_reply_t<block_reactor> blocker;
+  corvid::async_reply<corvid::detail::call_state<std::size_t, true>> big;
+};
+corvid::task<stalled> stall(corvid::rpc_client& c, const std::string& big) {
+  auto b = co_await c.send_request<block_reactor>(1500);
+  co_await corvid::sleep_for(100ms);  // the server reads it and blocks
+  auto g = co_await c.send_request_with<sink>(corvid::call_options{0ms, big});
+  co_await corvid::sleep_for(50ms);  // the big write fills the socket buffers and waits
+  co_return stalled{std::move(b), std::move(g)};
+}
+
+TEST(Unsent, QueuedRequestsBehindAStalledWriteFailAsUnsent) {
+  stalling_server s;
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, s.endpoint())));
+  const std::string big(32 << 20, 'x');
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    stalled st = co_await stall(client, big);
+    std::vector<corvid::async_reply_t<echo>> queued;
+    for (int i = 0; i < 5; ++i) queued.push_back(co_await client.send_request<echo>("q"));
+    client.close();
+    for (auto& q : queued) {
+      auto r = co_await std::move(q);
+      EXPECT_FALSE(r);
+      if (r) continue;
+      EXPECT_EQ(r.error().code(), corvid::rpc_errc::connection_closed);
+      EXPECT_TRUE(r.error().request_unsent()) << r.error().message();
+    }
+    // The server has (part of) these: possibly executed, so not marked unsent.
+    auto g = co_await std::move(st.big);
+    EXPECT_FALSE(g);
+    if (!g) EXPECT_FALSE(g.error().request_unsent());
+    auto b = co_await std::move(st.blocker);
+    EXPECT_FALSE(b);
+    if (!b) EXPECT_FALSE(b.error().request_unsent());
+  }());
+}
+
+TEST(Unsent, ACallOnAClosedClientIsUnsent) {
+  corvid::rpc_client client;  // never connected
+  auto r =
+      corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+        co_return co_await client.call<echo>("nobody");
+      }());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::connection_closed);
+  EXPECT_TRUE(r.error().request_unsent());
+}
+
+TEST(Unsent, PoolRetriesUnsentCallsOnceOnAFreshConnection) {
+  stalling_server s;
+  corvid::pool_config cfg;
+  cfg.max_connections = 1;
+  auto pool = corvid::client_pool::create(s.endpoint(), cfg);
+  const std::string big(32 << 20, 'x');
+  auto lease = corvid::sync_wait(pool->acquire());
+  ASSERT_TRUE(lease) << lease.error().message();
+  auto first = lease->client;
+  stalled st = corvid::sync_wait(stall(*first, big));
+
+  // Callers on other threads queue behind the stalled write on the pool's one connection.
+  constexpr int callers = 8;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < callers; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = corvid::sync_wait(pool->call<echo>("retry-" + std::to_string(i)));
+      if (r && *r == "retry-" + std::to_string(i)) ++ok;
+    });
+  }
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 500 && first->pending_calls() < 2 + callers; ++i)
+      std::this_thread::sleep_for(10ms);
+    return first->pending_calls() == 2 + callers;
+  }());
+  first->close();  // the connection breaks with their bytes still queued
+  lease = {};
+  first.reset();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), callers);
+  EXPECT_EQ(pool->stats().retried_unsent, static_cast<std::size_t>(callers));
+  EXPECT_EQ(pool->stats().connect_attempts, 2u);
+  // The stalled calls had reached the server: they fail, they are not retried.
+  auto g = corvid::sync_wait([&]() -> corvid::task<bool> {
+    auto r = co_await std::move(st.big);
+    co_return !r && r.error().code() == corvid::rpc_errc::connection_closed;
+  }());
+  EXPECT_TRUE(g);
+}
+
+}  // namespace
+}  // namespace corvid_test
