@@ -52,8 +52,9 @@ esac
 
 ip netns add "$ns_s" 2>"$work/err" || skip "cannot create a network namespace: $(cat "$work/err")"
 ip netns add "$ns_c" 2>"$work/err" || skip "cannot create a network namespace: $(cat "$work/err")"
+ip link add name vs netns "$ns_s" type veth peer name vc netns "$ns_c" 2>"$work/err" ||
+  skip "cannot create a veth pair: $(cat "$work/err")"
 set -e
-ip link add name vs netns "$ns_s" type veth peer name vc netns "$ns_c"
 ip -n "$ns_s" addr add "$addr_s/24" dev vs
 ip -n "$ns_c" addr add "$addr_c/24" dev vc
 for ns in "$ns_s" "$ns_c"; do ip -n "$ns" link set lo up; done
@@ -61,9 +62,10 @@ ip -n "$ns_s" link set vs up
 ip -n "$ns_c" link set vc up
 set +e
 
-# Waits up to 10 s for a line matching $2 in file $1.
+# Waits up to 30 s (sanitizer builds on a loaded machine start slowly) for a line matching $2
+# in file $1.
 wait_for() {
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     grep -q "$2" "$1" 2>/dev/null && return 0
     sleep 0.1
   done
