@@ -120,6 +120,25 @@ TEST(SoftFailure, PeerThatNeverConnectsTimesOut) {
   EXPECT_EQ(a.take().status, wc_status::wr_flush_err);
 }
 
+// The peer did connect but does not poll (a busy reactor): unlike a peer that never
+// connects, it is waited for — a NIC would be acknowledging on its behalf.
+TEST(SoftFailure, ConnectedButSlowPeerIsWaitedFor) {
+  auto dev = open_soft();
+  side a(*dev), b(*dev);
+  if (a.qp->qp_num() > b.qp->qp_num()) GTEST_SKIP() << "qp numbers wrapped";
+  connect_options quick;  // a calls b (smaller qp number); 1 try of 4 ms
+  quick.retry_cnt = 0;
+  quick.timeout = 10;
+  ASSERT_FALSE(a.qp->connect(b.qp->local_info(), quick));
+  ASSERT_FALSE(b.qp->connect(a.qp->local_info(), {}));
+  ASSERT_FALSE(b.recv(1, b.at(0, 64)));
+  ASSERT_FALSE(a.send(1, a.at(0, 8)));
+  EXPECT_FALSE(drive(
+      {&a}, [&] { return !a.done.empty(); }, 100ms));  // b never polls
+  ASSERT_TRUE(drive({&a, &b}, [&] { return !a.done.empty(); }));
+  EXPECT_EQ(a.take().status, wc_status::success);
+}
+
 // set_error flushes everything outstanding.
 TEST(SoftFailure, SetErrorFlushes) {
   auto dev = open_soft();

@@ -90,7 +90,7 @@ TEST(SoftRnr, FiniteRetriesRunOut) {
 TEST(SoftRnr, ReceiveWithinBudgetRescuesTheSend) {
   auto dev = open_soft();
   side a(*dev), b(*dev);
-  connect_pair(a, b, rnr(6), rnr(7, 28));  // 6 x 164 ms
+  connect_pair(a, b, rnr(6), rnr(7, 31));  // 6 x 492 ms
   ASSERT_FALSE(a.send(1, a.at(0, 8)));
   EXPECT_FALSE(drive(
       {&a, &b}, [&] { return !a.done.empty(); }, 50ms));

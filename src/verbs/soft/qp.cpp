@@ -144,6 +144,16 @@ rpc_error soft_qp::connect(const endpoint_info& remote, const connect_options& o
     sock_ = std::move(s);
     send_hello();
   } else {
+    // Leave our hello in the peer's listener: if it calls us and hears nothing back for a
+    // while, it can tell that we did reach RTR and are only slow to poll (a NIC would be
+    // acking by now), rather than never connected (see peer_reached_rtr).
+    probe_ = std::move(s);
+    wire::frame_header h{};
+    h.type = wire::frame_type::hello;
+    h.length = sizeof(wire::hello);
+    const wire::hello hello = make_hello();
+    iovec iov[2] = {{&h, sizeof h}, {const_cast<wire::hello*>(&hello), sizeof hello}};
+    [[maybe_unused]] const ssize_t n = ::writev(probe_.get(), iov, 2);
     watch(listener_.get(), EPOLLIN);
     listener_watched_ = true;
   }
@@ -276,7 +286,28 @@ void soft_qp::on_hello(const wire::hello& h) {
   if (listener_watched_) unwatch(listener_.get());
   listener_watched_ = false;
   listener_.reset();  // linked: nobody else may call
+  probe_.reset();
   arm_timer();
+}
+
+bool soft_qp::peer_reached_rtr() {
+  // The passive peer's connect() leaves a call with its hello in our listener's backlog.
+  bool found = false;
+  while (listener_ && !found) {
+    unique_fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) break;
+    struct {
+      wire::frame_header h;
+      wire::hello hello;
+    } msg{};
+    if (::recv(fd.get(), &msg, sizeof msg, MSG_DONTWAIT) != static_cast<ssize_t>(sizeof msg)) {
+      continue;
+    }
+    found = msg.h.type == wire::frame_type::hello && msg.hello.magic == wire::hello_magic &&
+            msg.hello.src_qpn == remote_.qp_num && msg.hello.src_gid == remote_.gid &&
+            msg.hello.dst_qpn == qpn_;
+  }
+  return found;
 }
 
 void soft_qp::on_ack(std::uint32_t seq) {
@@ -457,6 +488,7 @@ void soft_qp::fail(std::optional<wc_status> head, std::optional<wire::nak_kind> 
   if (listener_watched_) unwatch(listener_.get());
   listener_watched_ = false;
   listener_.reset();
+  probe_.reset();
   if (!sock_) return;
   if (!active_ && !peer_up_) {
     close_socket();  // a caller that never said hello
@@ -501,8 +533,14 @@ void soft_qp::on_timer() {
     return;
   }
   if (!peer_up_ && !sq_.empty() && now >= connect_deadline_) {
-    fail(wc_status::retry_exc_err, std::nullopt);  // the peer never answered
-    return;
+    if (active_ && peer_reached_rtr()) {
+      // Connected but slow to poll: wait for it like a NIC would; losing it is still seen
+      // at once (its listener closes and resets our call).
+      connect_deadline_ = clock::time_point::max();
+    } else {
+      fail(wc_status::retry_exc_err, std::nullopt);  // the peer never connected
+      return;
+    }
   }
   arm_timer();
 }

@@ -86,6 +86,8 @@ class soft_qp final : public queue_pair {
             std::uint32_t nak_seq = 0);
   void arm_timer();
   void on_timer();
+  // Active side, peer silent: whether its connect() has run (its probe is in our backlog).
+  bool peer_reached_rtr();
 
   // --- the socket (qp_io.cpp)
   void on_listener();
@@ -102,6 +104,7 @@ class soft_qp final : public queue_pair {
   void append_frame(const wire::frame_header& h, std::span<const iovec> body, std::size_t skip);
   void send_frame(const wire::frame_header& h, std::span<const iovec> body);
   void send_ack();
+  wire::hello make_hello() const;
   void send_hello();
   bool can_write() const noexcept { return sock_ && (active_ || peer_up_); }
   void flush();
@@ -127,6 +130,7 @@ class soft_qp final : public queue_pair {
 
   unique_fd listener_;
   unique_fd sock_;
+  unique_fd probe_;  // passive side: our call to the peer's listener, saying we reached RTR
   unique_fd timer_;
   std::uint32_t sock_events_ = 0;
   bool listener_watched_ = false;

@@ -269,7 +269,7 @@ void soft_qp::send_ack() {
   send_frame(h, {});
 }
 
-void soft_qp::send_hello() {
+wire::hello soft_qp::make_hello() const {
   wire::hello hello{};
   hello.magic = wire::hello_magic;
   hello.src_qpn = qpn_;
@@ -278,6 +278,11 @@ void soft_qp::send_hello() {
   hello.src_gid = ctx_->attr().gid;
   hello.dst_gid = remote_.gid;
   hello.rnr_retry = options_.rnr_retry;
+  return hello;
+}
+
+void soft_qp::send_hello() {
+  const wire::hello hello = make_hello();
   wire::frame_header h{};
   h.type = wire::frame_type::hello;
   h.length = sizeof hello;
