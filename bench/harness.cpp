@@ -22,7 +22,8 @@ bool pin_to_cpu(int cpu) {
 }
 
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
-                                               bool coalesce, std::string& error) {
+                                               bool coalesce, std::string& error,
+                                               const ibv_config* rdma) {
   server_config cfg;
   cfg.io_threads = static_cast<std::size_t>(threads);
   cfg.coalesce_writes = coalesce;
@@ -40,6 +41,12 @@ std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int th
   };
   auto server = std::make_unique<rpc_server>(cfg);
   register_bench_service(*server);
+  if (rdma != nullptr) {
+    if (auto ec = server->init_ibv(*rdma)) {
+      error = ec.message();
+      return nullptr;
+    }
+  }
   if (auto ec = server->async_start()) {
     error = ec.message();
     return nullptr;
@@ -55,7 +62,8 @@ harness::harness(const harness_config& cfg) {
         cfg.transport == "uds" ? "unix:/tmp/corvid-bench-" + std::to_string(::getpid()) + ".sock"
                                : "127.0.0.1:0";
     std::string error;
-    server_ = start_bench_server(listen, cfg.server_threads, cfg.pin, cfg.server_coalesce, error);
+    server_ = start_bench_server(listen, cfg.server_threads, cfg.pin, cfg.server_coalesce, error,
+                                 cfg.transport == "rdma" ? &cfg.rdma : nullptr);
     if (!server_) throw std::runtime_error("server: " + error);
     endpoint_ = cfg.transport == "uds" ? listen : "127.0.0.1:" + std::to_string(server_->port());
   }
@@ -77,6 +85,9 @@ harness::harness(const harness_config& cfg) {
     cc.coalesce_writes = cfg.client_coalesce;
     cc.request_timeout = std::chrono::milliseconds(60000);
     auto c = std::make_unique<rpc_client>(cc);
+    if (cfg.transport == "rdma") {
+      if (auto ec = c->init_ibv(cfg.rdma)) throw std::runtime_error("init_ibv: " + ec.message());
+    }
     auto ec = sync_wait([&]() -> task<rpc_error> {
       co_return co_await c->connect(endpoint_);
     }());

@@ -10,7 +10,8 @@
 namespace corvid::bench {
 
 struct harness_config {
-  std::string transport = "tcp";  // tcp | uds (in-process server)
+  std::string transport = "tcp";  // tcp | uds | rdma (rdma: init_ibv() on server and clients)
+  ibv_config rdma;                // with transport "rdma"
   std::string connect;            // non-empty: use that server instead of starting one
   int server_threads = 1;
   int client_threads = 1;
@@ -41,7 +42,9 @@ class harness {
 // Pins the calling thread to `cpu` (modulo the core count); false if that failed.
 bool pin_to_cpu(int cpu);
 // Starts a server for `corvid-bench server`, pinned like the in-process one.
+// With `rdma` set, the server also accepts RDMA clients (init_ibv).
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
-                                               bool coalesce, std::string& error);
+                                               bool coalesce, std::string& error,
+                                               const ibv_config* rdma = nullptr);
 
 }  // namespace corvid::bench

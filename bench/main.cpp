@@ -47,6 +47,7 @@ int write_outputs(const options& o, const std::vector<cell_result>& cells) {
 int run_grid(const options& o) {
   harness_config hc;
   hc.transport = o.transport;
+  hc.rdma = rdma_config(o);
   hc.connect = o.connect;
   hc.server_threads = hc.client_threads = o.threads;
   hc.connections = o.connections;
@@ -92,8 +93,9 @@ int run_server(const options& o) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::string error;
+  const ibv_config rdma = rdma_config(o);
   auto server = start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin,
-                                   true, error);
+                                   true, error, o.transport == "rdma" ? &rdma : nullptr);
   if (!server) {
     std::fprintf(stderr, "corvid-bench server: %s\n", error.c_str());
     return 1;

@@ -19,7 +19,9 @@ commands:
   reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections
 
 options:
-  --transport tcp|uds      in-process transport (default tcp)
+  --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides
+  --rdma-provider P        soft | ibverbs (default: $CORVID_VERBS_PROVIDER, else ibverbs)
+  --rdma-device NAME       RDMA device (default: the first)
   --sizes 128,4K,...       payload sizes (default 128,4K,32K,256K,1M,8M)
   --concurrency 1,4,...    calls in flight (default 1,4,16,64,256)
   --duration S             measured seconds per cell (default 3)
@@ -64,6 +66,13 @@ std::vector<T> parse_list(const std::string& s, Parse parse) {
 
 }  // namespace
 
+ibv_config rdma_config(const options& o) {
+  ibv_config c;
+  c.provider = o.rdma_provider;
+  c.device_name = o.rdma_device;
+  return c;
+}
+
 options parse_options(int argc, char** argv) {
   options o;
   int i = 1;
@@ -79,6 +88,10 @@ options parse_options(int argc, char** argv) {
       std::exit(0);
     } else if (a == "--transport") {
       o.transport = value("--transport");
+    } else if (a == "--rdma-provider") {
+      o.rdma_provider = value("--rdma-provider");
+    } else if (a == "--rdma-device") {
+      o.rdma_device = value("--rdma-device");
     } else if (a == "--listen") {
       o.listen = value("--listen");
     } else if (a == "--connect") {
@@ -115,7 +128,10 @@ options parse_options(int argc, char** argv) {
       fail("unknown option '" + std::string(a) + "'");
     }
   }
-  if (o.transport != "tcp" && o.transport != "uds") fail("--transport must be tcp or uds");
+  if (o.transport != "tcp" && o.transport != "uds" && o.transport != "rdma") {
+    fail("--transport must be tcp, uds or rdma");
+  }
+  if (o.transport == "rdma" && o.pool > 0) fail("--pool is not supported with --transport rdma");
   if (o.threads < 1 || o.connections < 1 || o.duration <= 0 || o.warmup < 0) {
     fail("--threads, --connections and --duration must be positive");
   }

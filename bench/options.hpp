@@ -4,11 +4,15 @@
 #include <string>
 #include <vector>
 
+#include <corvid/rdma/ibv_config.hpp>
+
 namespace corvid::bench {
 
 struct options {
   std::string command = "grid";   // grid | server | client | pipeline | coalesce | reactors
-  std::string transport = "tcp";  // tcp | uds
+  std::string transport = "tcp";  // tcp | uds | rdma
+  std::string rdma_provider;      // rdma: "soft", "ibverbs", "" = $CORVID_VERBS_PROVIDER
+  std::string rdma_device;        // rdma: device name, "" = the first
   std::string listen;             // server: address to listen on
   std::string connect;            // client: address of a running `corvid-bench server`
   std::vector<std::size_t> sizes{128, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 8 << 20};
@@ -24,6 +28,9 @@ struct options {
   std::string csv, json, plot;
   int calls = 20000;  // pipeline experiment
 };
+
+// The ibv_config --transport rdma uses: --rdma-provider/--rdma-device over the defaults.
+ibv_config rdma_config(const options& o);
 
 // Parses argv; on error or --help prints usage and exits.
 options parse_options(int argc, char** argv);

@@ -7,6 +7,7 @@
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../rdma/handshake.hpp"
 #include "../runtime/endpoint.hpp"
 
 namespace corvid::detail {
@@ -47,7 +48,14 @@ void client_connection::connect(std::string host, std::string port,
                                 std::function<void(rpc_error)> done) {
   asio::post(reactor_, [self = shared_from_this(), host = std::move(host), port = std::move(port),
                         done = std::move(done)]() mutable {
-    if (self->socket_.is_open()) self->fail_all({rpc_errc::connection_closed, "reconnecting"});
+    if (self->socket_.is_open() || self->rdma_) {
+      self->fail_all({rpc_errc::connection_closed, "reconnecting"});
+    }
+    std::shared_ptr<rdma::rdma_context> rdma;
+    {
+      std::lock_guard lk(self->mutex_);
+      rdma = self->rdma_ctx_;
+    }
     const std::uint64_t epoch = ++self->epoch_;
     auto timed_out = std::make_shared<bool>(false);
     self->connect_timer_.expires_after(self->config_.connect_timeout);
@@ -58,9 +66,10 @@ void client_connection::connect(std::string host, std::string port,
       std::error_code ignored;
       self->socket_.close(ignored);
     });
-    auto finish = [self, epoch, timed_out, host, port, done = std::move(done)](
+    auto finish = [self, epoch, timed_out, host, port, rdma, done = std::move(done)](
                       const std::error_code& ec, std::string_view what) {
-      self->connect_timer_.cancel();
+      const bool handshake = rdma && !ec && !*timed_out && epoch == self->epoch_;
+      if (!handshake) self->connect_timer_.cancel();  // else it also bounds the handshake
       if (epoch != self->epoch_) {
         done({rpc_errc::connect_failed, "superseded by a newer connect()"});
       } else if (*timed_out) {
@@ -72,6 +81,8 @@ void client_connection::connect(std::string host, std::string port,
         self->socket_.close(ignored);
         done({rpc_errc::connect_failed,
               std::string(what) + " " + host + ":" + port + ": " + ec.message()});
+      } else if (handshake) {
+        self->rdma_handshake(epoch, rdma, timed_out, host + ":" + port, done);
       } else {
         self->on_connected(epoch);
         done({});
@@ -102,6 +113,40 @@ void client_connection::connect(std::string host, std::string port,
               });
         });
   });
+}
+
+void client_connection::rdma_handshake(std::uint64_t epoch, std::shared_ptr<rdma::rdma_context> ctx,
+                                       std::shared_ptr<bool> timed_out, std::string endpoint,
+                                       std::function<void(rpc_error)> done) {
+  std::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  rdma::client_handshake(
+      std::move(ctx), socket_, &stats_,
+      [self = shared_from_this(), epoch, timed_out, endpoint = std::move(endpoint),
+       done = std::move(done)](rpc_error e, std::shared_ptr<rdma::rdma_stream> stream) {
+        self->connect_timer_.cancel();
+        if (epoch != self->epoch_ || *timed_out) {
+          if (stream) stream->close();
+          if (epoch != self->epoch_) {
+            done({rpc_errc::connect_failed, "superseded by a newer connect()"});
+          } else {
+            done({rpc_errc::timeout, "connect to " + endpoint + " timed out after " +
+                                         std::to_string(self->config_.connect_timeout.count()) +
+                                         " ms (RDMA setup)"});
+          }
+          return;
+        }
+        if (e) {
+          std::error_code ignored_close;
+          self->socket_.close(ignored_close);
+          done(std::move(e));
+          return;
+        }
+        self->rdma_ = std::move(stream);
+        self->rdma_->attach_side_channel(std::move(self->socket_));
+        self->on_connected(epoch);
+        done({});
+      });
 }
 
 void client_connection::on_connected(std::uint64_t epoch) {
@@ -172,6 +217,7 @@ void client_connection::fail_all(rpc_error e) {
   unpin(never_sent);
   std::error_code ignored;
   socket_.close(ignored);  // a write in flight ends with an error; its pins release then
+  if (rdma_) std::exchange(rdma_, nullptr)->close();  // likewise
   connect_timer_.cancel();
   deadline_timer_.cancel();
   heartbeat_timer_.cancel();
@@ -291,6 +337,14 @@ void client_connection::flush() {
   rearm_timer();  // a call queued since the last flush may carry an earlier deadline
   if (!start) return;
   write_calls_ = 0;
+  if (rdma_) {
+    rdma_->async_write(
+        sending_.buffers(), &write_calls_,
+        [self = shared_from_this(), epoch = epoch_](const std::error_code& ec, std::size_t n) {
+          self->on_write(epoch, ec, n);
+        });
+    return;
+  }
   asio::async_write(
       socket_, buffer_range(sending_.buffers()), counting_transfer_all{&write_calls_, &last_heard_},
       [self = shared_from_this(), epoch = epoch_](const std::error_code& ec, std::size_t n) {
@@ -318,11 +372,14 @@ void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec,
 
 void client_connection::start_reading(std::uint64_t epoch) {
   read_buf_.prepare_read(read_room_, 4096);
-  socket_.async_read_some(
-      asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
-      [self = shared_from_this(), epoch](const std::error_code& ec, std::size_t n) {
-        self->on_read(epoch, ec, n);
-      });
+  auto done = [self = shared_from_this(), epoch](const std::error_code& ec, std::size_t n) {
+    self->on_read(epoch, ec, n);
+  };
+  if (rdma_) {
+    rdma_->async_read_some(read_buf_.tail(), read_buf_.tail_room(), std::move(done));
+    return;
+  }
+  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()), std::move(done));
 }
 
 void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {

@@ -4,6 +4,8 @@
 
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../rdma/rdma_context.hpp"
+
 namespace corvid {
 namespace {
 
@@ -46,6 +48,13 @@ connect_awaiter rpc_client::connect(std::string_view endpoint) {
   return connect_awaiter(
       conn_, std::move(host), std::move(port),
       error.empty() ? rpc_error{} : rpc_error(rpc_errc::invalid_argument, std::move(error)));
+}
+
+rpc_error rpc_client::init_ibv(ibv_config config) {
+  auto ctx = rdma::rdma_context::open(config);
+  if (!ctx) return std::move(ctx).error();
+  conn_->init_ibv(std::move(*ctx));
+  return {};
 }
 
 void rpc_client::close() { conn_->close("closed by the client"); }

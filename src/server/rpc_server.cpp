@@ -5,6 +5,7 @@
 
 #include <asio/post.hpp>
 
+#include "../rdma/rdma_context.hpp"
 #include "../runtime/endpoint.hpp"
 #include "server_connection.hpp"
 #include "server_core.hpp"
@@ -243,6 +244,14 @@ rpc_server::~rpc_server() = default;
 void rpc_server::add_handler(std::uint32_t id, std::string_view name, void* object,
                              detail::invoke_fn fn) {
   core_->add_handler(id, name, object, fn);
+}
+
+rpc_error rpc_server::init_ibv(ibv_config config) {
+  if (core_->started()) return {rpc_errc::invalid_argument, "init_ibv() after start()"};
+  auto ctx = rdma::rdma_context::open(config);
+  if (!ctx) return std::move(ctx).error();
+  core_->rdma = std::move(*ctx);
+  return {};
 }
 
 rpc_error rpc_server::async_start() { return core_->async_start(); }

@@ -9,6 +9,7 @@
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/server/request_context.hpp"
 
+#include "../rdma/handshake.hpp"
 #include "server_core.hpp"
 
 namespace corvid::detail {
@@ -104,12 +105,18 @@ void server_connection::on_timer() {
 }
 
 void server_connection::read_more() {
-  if (closed_ || stop_reading_ || reading_) return;
+  if (closed_ || stop_reading_ || reading_ || rdma_next_) return;
   read_buf_.prepare_read(read_room_, 4096);
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
-                          [self = std::static_pointer_cast<server_connection>(shared_from_this())](
-                              const std::error_code& ec, std::size_t n) { self->on_read(ec, n); });
+  auto done = [self = std::static_pointer_cast<server_connection>(shared_from_this())](
+                  const std::error_code& ec, std::size_t n) {
+    self->on_read(ec, n);
+  };
+  if (rdma_) {
+    rdma_->async_read_some(read_buf_.tail(), read_buf_.tail_room(), std::move(done));
+    return;
+  }
+  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()), std::move(done));
 }
 
 void server_connection::on_read(const std::error_code& ec, std::size_t n) {
@@ -167,6 +174,11 @@ bool server_connection::process_frames() {
       // Make room for the whole frame now, so the next reads complete it without regrowing.
       read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
       break;
+    }
+    if (h.type == protocol::msg_type::rdma_setup) {
+      on_rdma_setup(h, read_buf_.data() + protocol::header_size);
+      read_buf_.consume(h.frame_size());
+      break;  // the client sends nothing more on this socket
     }
     if (h.type == protocol::msg_type::request) {
       dispatch(h, read_buf_.data() + protocol::header_size);
@@ -263,6 +275,34 @@ void server_connection::cancel_all_running() {
   }
 }
 
+void server_connection::on_rdma_setup(const protocol::frame_header& h, const char* payload) {
+  if (rdma_ || rdma_next_) {
+    fail(0, rpc_errc::protocol_error, "rdma_setup is only valid as a connection's first frame");
+    return;
+  }
+  if (!core_.rdma) {
+    fail(0, rpc_errc::protocol_error, "RDMA is not enabled on this server (rpc_server::init_ibv)");
+    return;
+  }
+  std::string answer;
+  auto stream = rdma::accept_setup(core_.rdma, reactor_, &core_.stats,
+                                   std::string_view(payload, h.payload_size()), answer);
+  if (!stream) {
+    pending_.append(rdma::setup_frame(stream.error().code(), stream.error().message()));
+    stop_reading_ = true;  // closes once the refusal is written
+    return;
+  }
+  pending_.append(rdma::setup_frame(rpc_errc::ok, answer));
+  rdma_next_ = std::move(*stream);
+}
+
+void server_connection::switch_to_rdma() {
+  rdma_ = std::move(rdma_next_);
+  rdma_->attach_side_channel(std::move(socket_));
+  read_buf_.clear();
+  read_more();
+}
+
 outbound_queue& server_connection::begin_reply(std::uint64_t request_id) {
   reply_mark_ = pending_.mark();
   reply_id_ = request_id;
@@ -338,6 +378,10 @@ void server_connection::frame_queued() {
 void server_connection::write_each() {
   // The seed-002 baseline: one blocking write syscall per reply, no batching at all.
   if (writing_ || closed_) return;
+  if (rdma_ || rdma_next_) {  // RDMA writes complete asynchronously: one frame per flush
+    flush();
+    return;
+  }
   std::error_code ec;
   std::uint64_t calls = 0;
   const std::size_t n =
@@ -373,6 +417,11 @@ void server_connection::flush() {
   writing_ = true;
   write_calls_ = 0;
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
+  if (rdma_) {
+    rdma_->async_write(sending_.buffers(), &write_calls_,
+                       [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
+    return;
+  }
   asio::async_write(socket_, buffer_range(sending_.buffers()),
                     counting_transfer_all{&write_calls_, &last_heard_},
                     [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
@@ -387,6 +436,7 @@ void server_connection::on_write(const std::error_code& ec, std::size_t n) {
     close();
     return;
   }
+  if (rdma_next_ && !closed_) switch_to_rdma();  // the rdma_setup answer is out
   flush();
   close_if_done();
 }
@@ -416,6 +466,15 @@ void server_connection::close() {
   std::error_code ignored;
   socket_.shutdown(asio::socket_base::shutdown_both, ignored);
   socket_.close(ignored);
+  if (rdma_next_) rdma_next_->close();
+  if (rdma_) {
+    // Counted closed once the stream has let its last SENDs complete (a draining server's
+    // final replies), so stop() does not tear the reactors down under them.
+    rdma_->close([self = std::static_pointer_cast<server_connection>(shared_from_this())] {
+      self->core_.on_connection_closed(self.get());
+    });
+    return;
+  }
   core_.on_connection_closed(this);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // One accepted socket, owned by one reactor for its whole life: everything below runs on
 // that reactor's thread, so nothing here is locked.
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -11,6 +12,10 @@
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/detail/reply_channel.hpp"
 #include "corvid/protocol/frame_header.hpp"
+
+namespace corvid::rdma {
+class rdma_stream;
+}
 
 namespace corvid::detail {
 
@@ -41,6 +46,10 @@ class server_connection final : public reply_channel {
   // Dispatches every complete frame in the read buffer; returns false on a protocol error.
   bool process_frames();
   void dispatch(const protocol::frame_header& h, const char* payload);
+  // A client's rdma_setup frame: builds the queue pair and queues the answer; the
+  // connection switches to RDMA once the answer is written (switch_to_rdma).
+  void on_rdma_setup(const protocol::frame_header& h, const char* payload);
+  void switch_to_rdma();
   // cancel, ping and pong frames.
   void on_control(const protocol::frame_header& h);
   void cancel_running(std::uint64_t request_id);
@@ -88,6 +97,9 @@ class server_connection final : public reply_channel {
   bool reading_ = false;
   bool stop_reading_ = false;  // drain, peer EOF or protocol error: read nothing more
   bool closed_ = false;
+  // RDMA (init_ibv): once set, reads and writes go to the queue pair instead of socket_.
+  std::shared_ptr<rdma::rdma_stream> rdma_;
+  std::shared_ptr<rdma::rdma_stream> rdma_next_;  // answered, switching after the write
 };
 
 }  // namespace corvid::detail

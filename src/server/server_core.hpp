@@ -18,6 +18,10 @@
 #include "corvid/runtime/transport_stats.hpp"
 #include "corvid/server/server_config.hpp"
 
+namespace corvid::rdma {
+class rdma_context;
+}
+
 namespace corvid::detail {
 
 class server_connection;
@@ -55,6 +59,7 @@ class server_core {
   const server_config config;
   std::uint16_t bound_port = 0;
   stats_counters stats;
+  std::shared_ptr<rdma::rdma_context> rdma;  // set by init_ibv(), before start
   std::size_t connection_count() const;
   bool started() const;
 

@@ -136,8 +136,8 @@ TEST(FrameHeader, RejectsOtherVersions) {
 }
 
 TEST(FrameHeader, RejectsUnknownTypes) {
-  for (char t : {'\0', '\6', '\xff'}) EXPECT_EQ(decode_with(3, t), header_errc::bad_type);
-  for (char t = 1; t <= 5; ++t) EXPECT_EQ(decode_with(3, t), header_errc::ok);  // request..pong
+  for (char t : {'\0', '\7', '\xff'}) EXPECT_EQ(decode_with(3, t), header_errc::bad_type);
+  for (char t = 1; t <= 6; ++t) EXPECT_EQ(decode_with(3, t), header_errc::ok);  // ..rdma_setup
 }
 
 // Checked in wire order, so a peer that is not corvid at all hears "bad magic", not a

@@ -96,8 +96,8 @@ TEST(rdma_stream, every_size_arrives_intact_in_chunk_sized_sends) {
     EXPECT_TRUE(got == data) << "content differs at size " << size;
     EXPECT_EQ(sends, (size + 64 * 1024 - 1) / (64 * 1024)) << size;
   }
-  EXPECT_EQ(p.a_counters.errors.load(), 0u);
-  EXPECT_GT(p.b_counters.receives.load(), 0u);
+  EXPECT_EQ(p.a_counters.rdma_errors.load(), 0u);
+  EXPECT_GT(p.b_counters.rdma_receives.load(), 0u);
 }
 
 TEST(rdma_stream, small_writes_go_inline) {
@@ -105,10 +105,10 @@ TEST(rdma_stream, small_writes_go_inline) {
   if (p.a->inline_limit() < 128) GTEST_SKIP() << "provider offers no inline sends";
   std::uint64_t sends = 0;
   EXPECT_EQ(p.transfer(pattern(128, 1), &sends), pattern(128, 1));
-  EXPECT_EQ(p.a_counters.inline_sends.load(), 1u);
+  EXPECT_EQ(p.a_counters.rdma_inline_sends.load(), 1u);
   EXPECT_EQ(p.transfer(pattern(4096, 2), &sends), pattern(4096, 2));
-  EXPECT_EQ(p.a_counters.inline_sends.load(), 1u);  // over the threshold: not inline
-  EXPECT_EQ(p.a_counters.sends.load(), 2u);
+  EXPECT_EQ(p.a_counters.rdma_inline_sends.load(), 1u);  // over the threshold: not inline
+  EXPECT_EQ(p.a_counters.rdma_sends.load(), 2u);
 }
 
 TEST(rdma_stream, a_closed_peer_reads_as_end_of_stream_after_its_data) {

@@ -21,6 +21,7 @@
 #include "corvid/detail/client_connection.hpp"
 #include "corvid/detail/function_traits.hpp"
 #include "corvid/protocol/function_id.hpp"
+#include "corvid/rdma/ibv_config.hpp"
 
 namespace corvid {
 
@@ -69,6 +70,11 @@ class rpc_client {
   // never throws.
   // Connecting again replaces the connection (its pending calls end with connection_closed).
   connect_awaiter connect(std::string_view endpoint);
+  // Connect over RDMA from now on (seed 000): opens the verbs device and its registered-memory
+  // pool; the next connect() exchanges queue-pair details over TCP, then every call travels
+  // over the queue pair. Errors: no_rdma_device (no device, or the provider is not built in),
+  // invalid_argument. Never falls back to TCP.
+  rpc_error init_ibv(ibv_config config = {});
   void close();
   bool is_connected() const { return conn_->is_open(); }
   // Calls queued or sent on this connection that have not ended yet.

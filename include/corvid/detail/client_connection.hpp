@@ -22,6 +22,11 @@
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/runtime/transport_stats.hpp"
 
+namespace corvid::rdma {
+class rdma_context;
+class rdma_stream;
+}  // namespace corvid::rdma
+
 namespace corvid::detail {
 
 class client_connection : public std::enable_shared_from_this<client_connection>,
@@ -34,6 +39,11 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // ignored), replacing any current socket, whose calls fail. `done` runs on the reactor.
   void connect(std::string host, std::string port, std::function<void(rpc_error)> done);
   transport_stats stats() const noexcept { return stats_.snapshot(); }
+  // Later connects run the RDMA handshake and carry the calls over a queue pair.
+  void init_ibv(std::shared_ptr<rdma::rdma_context> ctx) {
+    std::lock_guard lk(mutex_);
+    rdma_ctx_ = std::move(ctx);
+  }
   // Calls sent or queued and not yet ended.
   std::size_t pending_calls() const {
     std::lock_guard lk(mutex_);
@@ -122,6 +132,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void flush();
   void on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
   void on_connected(std::uint64_t epoch);
+  // TCP is up: exchange queue-pair addresses on it, then on_connected over RDMA.
+  void rdma_handshake(std::uint64_t epoch, std::shared_ptr<rdma::rdma_context> ctx,
+                      std::shared_ptr<bool> timed_out, std::string endpoint,
+                      std::function<void(rpc_error)> done);
   void rearm_timer();
   void on_timer();
   void arm_heartbeat(std::uint64_t epoch);
@@ -138,6 +152,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
 
   // Reactor-thread state.
   asio::generic::stream_protocol::socket socket_;
+  std::shared_ptr<rdma::rdma_stream> rdma_;  // set: the socket_ role goes to the queue pair
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;
@@ -161,6 +176,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   bool writing_ = false;
   bool flush_scheduled_ = false;
   std::string closed_reason_;
+  std::shared_ptr<rdma::rdma_context> rdma_ctx_;  // init_ibv()
   outbound_queue out_;
   std::vector<call_base*> pinned_out_;      // calls with borrowed bytes in out_
   std::vector<call_base*> pinned_sending_;  // ... in sending_ (swapped with out_ under mutex_)

@@ -20,8 +20,11 @@ enum class msg_type : std::uint8_t {
   cancel = 3,  // client → server: the caller gave up on request_id (explicit cancel, timeout)
   ping = 4,    // either side: are you there? Answered with a pong carrying the same id.
   pong = 5,
+  // client → server as a connection's first frame, and the server's answer: RDMA queue-pair
+  // addresses (docs/protocol.md, "RDMA connections").
+  rdma_setup = 6,
 };
-inline constexpr std::uint8_t max_msg_type = 5;
+inline constexpr std::uint8_t max_msg_type = 6;
 
 struct frame_header {
   msg_type type = msg_type::request;

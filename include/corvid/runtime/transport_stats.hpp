@@ -20,6 +20,14 @@ struct transport_stats {
   std::uint64_t pings_sent = 0;        // heartbeats sent
   std::uint64_t dead_peer_closes = 0;  // connections closed by the heartbeat timeout
 
+  // RDMA connections (init_ibv); zero on TCP. There, write_syscalls counts SENDs posted,
+  // so frames_per_write() is frames per SEND (small frames merged while the window is full).
+  std::uint64_t rdma_sends = 0;         // SEND work requests posted
+  std::uint64_t rdma_inline_sends = 0;  // ... of them inline (no DMA read of the buffer)
+  std::uint64_t rdma_receives = 0;      // receive completions
+  std::uint64_t rdma_errors = 0;        // failed work requests (RNR or transport retries, ...)
+  std::uint64_t rdma_rnr_errors = 0;    // ... of them "receiver not ready" retries exhausted
+
   double frames_per_write() const noexcept {
     return write_syscalls == 0
                ? 0.0
@@ -39,6 +47,8 @@ struct stats_counters {
   std::atomic<std::uint64_t> frames_sent{0}, write_syscalls{0}, bytes_sent{0};
   std::atomic<std::uint64_t> frames_received{0}, read_syscalls{0}, bytes_received{0};
   std::atomic<std::uint64_t> calls_cancelled{0}, pings_sent{0}, dead_peer_closes{0};
+  std::atomic<std::uint64_t> rdma_sends{0}, rdma_inline_sends{0}, rdma_receives{0};
+  std::atomic<std::uint64_t> rdma_errors{0}, rdma_rnr_errors{0};
 
   static void add(std::atomic<std::uint64_t>& c, std::uint64_t n) noexcept {
     c.fetch_add(n, std::memory_order_relaxed);
@@ -56,13 +66,24 @@ struct stats_counters {
   void on_cancelled() noexcept { add(calls_cancelled, 1); }
   void on_ping() noexcept { add(pings_sent, 1); }
   void on_dead_peer() noexcept { add(dead_peer_closes, 1); }
+  void on_rdma_send(bool inlined) noexcept {
+    add(rdma_sends, 1);
+    if (inlined) add(rdma_inline_sends, 1);
+  }
+  void on_rdma_receive() noexcept { add(rdma_receives, 1); }
+  void on_rdma_error(bool rnr) noexcept {
+    add(rdma_errors, 1);
+    if (rnr) add(rdma_rnr_errors, 1);
+  }
   transport_stats snapshot() const noexcept {
     auto get = [](const std::atomic<std::uint64_t>& c) {
       return c.load(std::memory_order_relaxed);
     };
-    return {get(frames_sent),     get(write_syscalls), get(bytes_sent),
-            get(frames_received), get(read_syscalls),  get(bytes_received),
-            get(calls_cancelled), get(pings_sent),     get(dead_peer_closes)};
+    return {get(frames_sent),     get(write_syscalls),    get(bytes_sent),
+            get(frames_received), get(read_syscalls),     get(bytes_received),
+            get(calls_cancelled), get(pings_sent),        get(dead_peer_closes),
+            get(rdma_sends),      get(rdma_inline_sends), get(rdma_receives),
+            get(rdma_errors),     get(rdma_rnr_errors)};
   }
 };
 

@@ -14,6 +14,7 @@
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/error.hpp"
 #include "corvid/protocol/function_id.hpp"
+#include "corvid/rdma/ibv_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
 #include "corvid/server/server_config.hpp"
 
@@ -50,6 +51,11 @@ class rpc_server {
                  detail::make_invoker<Fs>()),
      ...);
   }
+
+  // Accept RDMA clients too (seed 000): opens the verbs device and its registered-memory
+  // pool. Before start(). TCP clients are still served on the same port. Errors:
+  // no_rdma_device (no device, or the provider is not built in), invalid_argument.
+  rpc_error init_ibv(ibv_config config = {});
 
   // Binds and starts the reactors; returns once listening. Falsy on success.
   rpc_error async_start();

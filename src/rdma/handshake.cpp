@@ -1,0 +1,194 @@
+#include "handshake.hpp"
+
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+
+#include "corvid/codec/codec.hpp"
+
+namespace corvid::rdma {
+
+std::string encode_setup(const setup_message& m) {
+  std::string out;
+  codec::string_sink sink(out);
+  codec::encode(sink, m);
+  return out;
+}
+
+std::string decode_setup(std::string_view body, setup_message& m) {
+  if (auto ec = codec::decode(body, m); ec != codec::decode_errc::ok) {
+    return "malformed RDMA setup message (" + std::string(codec::to_string(ec)) + ")";
+  }
+  if (m.version != setup_version) {
+    return "RDMA setup version " + std::to_string(m.version) + " not supported (this side speaks " +
+           std::to_string(setup_version) + ")";
+  }
+  return {};
+}
+
+setup_message describe(const rdma_stream& s, const std::string& provider) {
+  const verbs::endpoint_info info = s.local_info();
+  setup_message m;
+  m.provider = provider;
+  m.qp_num = info.qp_num;
+  m.lid = info.lid;
+  m.gid = info.gid;
+  m.psn = info.psn;
+  m.max_message = s.max_recv_message();
+  return m;
+}
+
+namespace {
+verbs::endpoint_info remote_of(const setup_message& m) {
+  verbs::endpoint_info info;
+  info.qp_num = m.qp_num;
+  info.lid = m.lid;
+  info.gid = m.gid;
+  info.psn = m.psn;
+  return info;
+}
+}  // namespace
+
+std::string setup_frame(rpc_errc status, std::string_view body) {
+  std::string frame(protocol::header_size, '\0');
+  std::string payload;
+  if (status == rpc_errc::ok) {
+    payload = body;
+  } else {  // errors carry a codec string, like error responses
+    codec::string_sink sink(payload);
+    codec::encode(sink, body);
+  }
+  protocol::frame_header h;
+  h.type = protocol::msg_type::rdma_setup;
+  h.status = status;
+  h.request_id = 1;
+  h.body_length = static_cast<std::uint32_t>(payload.size());
+  protocol::encode_header(h, frame.data());
+  return frame + payload;
+}
+
+expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
+    const std::shared_ptr<rdma_context>& ctx, asio::io_context& reactor, rdma_counters* counters,
+    std::string_view request, std::string& reply) {
+  setup_message peer;
+  if (auto why = decode_setup(request, peer); !why.empty()) {
+    return unexpected(rpc_error(rpc_errc::protocol_error, std::move(why)));
+  }
+  if (peer.provider != ctx->provider()) {
+    return unexpected(rpc_error(rpc_errc::connect_failed, "RDMA provider mismatch: client uses '" +
+                                                              peer.provider + "', server uses '" +
+                                                              ctx->provider() + "'"));
+  }
+  auto stream = rdma_stream::create(ctx, reactor, counters);
+  if (!stream) return unexpected(std::move(stream).error());
+  if (auto e = (*stream)->connect(remote_of(peer), peer.max_message))
+    return unexpected(std::move(e));
+  reply = encode_setup(describe(**stream, ctx->provider()));
+  return std::move(*stream);
+}
+
+namespace {
+
+// The client's side of the exchange; lives until `done` has run.
+struct client_exchange : std::enable_shared_from_this<client_exchange> {
+  std::shared_ptr<rdma_context> ctx;
+  asio::generic::stream_protocol::socket& socket;
+  std::shared_ptr<rdma_stream> stream;
+  std::function<void(rpc_error, std::shared_ptr<rdma_stream>)> done;
+  std::string out;
+  char header[protocol::header_size];
+  std::string body;
+
+  client_exchange(std::shared_ptr<rdma_context> c, asio::generic::stream_protocol::socket& s,
+                  std::function<void(rpc_error, std::shared_ptr<rdma_stream>)> d)
+      : ctx(std::move(c)), socket(s), done(std::move(d)) {}
+
+  void finish(rpc_error e) {
+    if (e && stream) {
+      stream->close();
+      stream.reset();
+    }
+    auto d = std::move(done);
+    d(std::move(e), std::move(stream));
+  }
+
+  void start() {
+    out = setup_frame(rpc_errc::ok, encode_setup(describe(*stream, ctx->provider())));
+    asio::async_write(
+        socket, asio::buffer(out),
+        [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+          if (ec) return self->finish({rpc_errc::connect_failed, "RDMA setup: " + ec.message()});
+          self->read_header();
+        });
+  }
+
+  void read_header() {
+    asio::async_read(
+        socket, asio::buffer(header),
+        [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+          if (ec) {
+            return self->finish({rpc_errc::connect_failed,
+                                 "RDMA setup: no answer from the server (" + ec.message() + ")"});
+          }
+          self->on_header();
+        });
+  }
+
+  void on_header() {
+    protocol::frame_header h;
+    if (protocol::decode_header(header, h, max_setup_body) != protocol::header_errc::ok ||
+        (h.type != protocol::msg_type::rdma_setup && h.type != protocol::msg_type::response)) {
+      return finish(
+          {rpc_errc::protocol_error, "RDMA setup: the server's answer is not corvid protocol"});
+    }
+    body.resize(h.payload_size());
+    asio::async_read(
+        socket, asio::buffer(body),
+        [self = shared_from_this(), h](const std::error_code& ec, std::size_t) {
+          if (ec) return self->finish({rpc_errc::connect_failed, "RDMA setup: " + ec.message()});
+          self->on_body(h);
+        });
+  }
+
+  void on_body(const protocol::frame_header& h) {
+    if (h.status != rpc_errc::ok) {
+      std::string message;
+      if (codec::decode(std::string_view(body).substr(0, h.body_length), message) !=
+          codec::decode_errc::ok) {
+        message = "no reason given";
+      }
+      // A server without RDMA answers with a plain error response (protocol_error), one
+      // with RDMA refuses with an rdma_setup frame (e.g. server_busy at its pool watermark).
+      return finish({h.status, "server refused the RDMA connection: " + message});
+    }
+    if (h.type != protocol::msg_type::rdma_setup) {
+      return finish({rpc_errc::protocol_error, "RDMA setup: unexpected answer from the server"});
+    }
+    setup_message peer;
+    if (auto why = decode_setup(body, peer); !why.empty()) {
+      return finish({rpc_errc::protocol_error, "RDMA setup: " + why});
+    }
+    if (auto e = stream->connect(remote_of(peer), peer.max_message)) {
+      return finish({rpc_errc::connect_failed, "RDMA setup: " + e.message()});
+    }
+    finish({});
+  }
+};
+
+}  // namespace
+
+void client_handshake(std::shared_ptr<rdma_context> ctx,
+                      asio::generic::stream_protocol::socket& socket, rdma_counters* counters,
+                      std::function<void(rpc_error, std::shared_ptr<rdma_stream>)> done) {
+  auto& reactor = static_cast<asio::io_context&>(socket.get_executor().context());
+  auto stream = rdma_stream::create(ctx, reactor, counters);
+  if (!stream) {
+    auto e = std::move(stream).error();
+    done(rpc_error(e.code(), "RDMA setup: " + e.message()), nullptr);
+    return;
+  }
+  auto x = std::make_shared<client_exchange>(std::move(ctx), socket, std::move(done));
+  x->stream = std::move(*stream);
+  x->start();
+}
+
+}  // namespace corvid::rdma
