@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "corvid/detail/buffer_memory.hpp"
 #include "corvid/memory/memory_tracker.hpp"
 
 namespace corvid {
@@ -50,16 +51,14 @@ buffer_pool::block buffer_pool::acquire(std::size_t size) {
     }
   }
   ++misses_;
-  void* p = std::malloc(capacity);
-  if (p == nullptr) throw std::bad_alloc();
-  return {static_cast<char*>(p), capacity};
+  return {detail::buffer_allocate(capacity), capacity};
 }
 
 void buffer_pool::release(block b) noexcept {
   if (b.data == nullptr) return;
   if (b.capacity < smallest_class || b.capacity > largest_class ||
       cached_bytes_ + b.capacity > max_cached_bytes_) {
-    std::free(b.data);
+    detail::buffer_free(b.data, b.capacity);
     return;
   }
   const std::size_t index = class_below(b.capacity);
@@ -75,7 +74,7 @@ void buffer_pool::trim() noexcept {
   for (std::size_t i = 0; i < class_count; ++i) {
     while (free_block* f = free_[i]) {
       free_[i] = f->next;
-      std::free(f);
+      detail::buffer_free(reinterpret_cast<char*>(f), smallest_class << i);
     }
   }
   if (tracker_ != nullptr) tracker_->release(cached_bytes_);

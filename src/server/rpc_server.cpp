@@ -273,5 +273,7 @@ std::uint16_t rpc_server::port() const noexcept { return core_->bound_port; }
 const server_config& rpc_server::config() const noexcept { return core_->config; }
 std::size_t rpc_server::connection_count() const noexcept { return core_->connection_count(); }
 transport_stats rpc_server::stats() const noexcept { return core_->stats.snapshot(); }
+memory_usage rpc_server::memory() const { return core_->memory.server.snapshot(); }
+void rpc_server::reset_memory_peak() noexcept { core_->memory.server.reset_peak(); }
 
 }  // namespace corvid

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <asio/post.hpp>
 #include <asio/write.hpp>
 
 #include "corvid/codec/codec.hpp"
 #include "corvid/detail/buffer_range.hpp"
+#include "corvid/memory/buffer_pool.hpp"
 #include "corvid/server/request_context.hpp"
 
 #include "../rdma/handshake.hpp"
@@ -26,7 +28,12 @@ server_connection::server_connection(server_core& core,
       socket_(std::move(socket)),
       reactor_(static_cast<asio::io_context&>(socket_.get_executor().context())),
       peer_(std::move(peer)),
-      read_buf_(core.config.read_buffer_size) {}
+      mem_(core.memory, peer_) {
+  // Read buffers come from the reactors' pools: connection churn does not reach malloc.
+  const auto block = buffer_pool::for_this_thread().acquire(core.config.read_buffer_size);
+  read_buf_.adopt_storage(block.data, block.capacity);
+  mem_.settle_read(read_buf_.capacity());
+}
 
 void server_connection::start() {
   if (has_time_limits()) {
@@ -105,8 +112,21 @@ void server_connection::on_timer() {
 }
 
 void server_connection::read_more() {
-  if (closed_ || stop_reading_ || reading_ || rdma_next_) return;
-  read_buf_.prepare_read(read_room_, 4096);
+  if (closed_ || stop_reading_ || reading_ || rdma_next_ || waiting_memory_ || waiting_writes_) {
+    return;
+  }
+  if (mem_.replies_full()) {
+    // The client sends but does not read: read none of its requests until writes drain.
+    waiting_writes_ = true;
+    return;
+  }
+  // Growing the read room is reserved first; without memory the current buffer must do.
+  if (read_room_ > read_buf_.capacity() && !mem_.reserve_read(read_room_)) {
+    read_room_ = std::max<std::size_t>(read_buf_.capacity(), 1);
+  }
+  const std::size_t free_room = read_buf_.capacity() - read_buf_.size();
+  read_buf_.prepare_read(read_room_, std::clamp<std::size_t>(free_room, 1, 4096));
+  mem_.settle_read(read_buf_.capacity());
   reading_ = true;
   auto done = [self = std::static_pointer_cast<server_connection>(shared_from_this())](
                   const std::error_code& ec, std::size_t n) {
@@ -143,6 +163,34 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
   last_heard_ = read_time_;
   const bool ok = process_frames();
   flush();
+  settle_replies();
+  if (ok) read_more();
+  close_if_done();
+}
+
+void server_connection::wait_for_memory(bool for_read, std::size_t need) {
+  waiting_memory_ = true;
+  std::weak_ptr<server_connection> weak =
+      std::static_pointer_cast<server_connection>(shared_from_this());
+  core_.memory.wait(
+      [weak] {
+        if (auto c = weak.lock()) asio::post(c->reactor_, [c] { c->resume_after_memory(); });
+      },
+      [this, for_read, need] {
+        return (for_read ? mem_.read_available() : mem_.call_available()) >= need;
+      });
+}
+
+void server_connection::resume_after_memory() {
+  if (closed_ || !waiting_memory_) return;
+  waiting_memory_ = false;
+  if (stop_reading_) {  // draining: frames still buffered are not started
+    close_if_done();
+    return;
+  }
+  const bool ok = process_frames();  // what waited in the buffer, then read on
+  flush();
+  settle_replies();
   if (ok) read_more();
   close_if_done();
 }
@@ -172,6 +220,14 @@ bool server_connection::process_frames() {
     }
     if (read_buf_.size() < h.frame_size()) {
       // Make room for the whole frame now, so the next reads complete it without regrowing.
+      // The memory is reserved before it is allocated; without it the connection waits.
+      if (h.frame_size() > read_buf_.capacity()) {
+        if (!mem_.reserve_read(h.frame_size())) {
+          wait_for_memory(true, h.frame_size() - read_buf_.capacity());
+          break;
+        }
+        read_buf_.reserve(h.frame_size());
+      }
       read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
       break;
     }
@@ -181,7 +237,16 @@ bool server_connection::process_frames() {
       break;  // the client sends nothing more on this socket
     }
     if (h.type == protocol::msg_type::request) {
-      dispatch(h, read_buf_.data() + protocol::header_size);
+      // Room for the request bytes a coroutine call copies, before it runs.
+      if (mem_.admit(h.payload_size())) {
+        dispatch(h, read_buf_.data() + protocol::header_size);
+        mem_.return_admitted();  // unless a coroutine call took the bytes
+      } else if (core_.config.busy_at_memory_limit) {
+        reply_error(h.request_id, rpc_errc::server_busy, "server at its memory limit");
+      } else {
+        wait_for_memory(false, h.payload_size());
+        break;
+      }
       requests = true;
       ++frames;
     } else {
@@ -202,9 +267,14 @@ bool server_connection::process_frames() {
   // A buffer grown for big frames goes back to the system once a drained batch held none:
   // while big frames keep coming it stays, so each is read straight into it without
   // reallocating (and re-faulting megabytes of fresh pages) per frame.
-  if (read_buf_.empty() && largest <= max_read_room) {
-    read_buf_.shrink_to(std::max(core_.config.read_buffer_size, max_read_room));
+  // Under memory pressure (someone waits) an empty buffer shrinks to its initial size.
+  const bool pressed = core_.memory.has_waiters();
+  if (read_buf_.empty() && (largest <= max_read_room || pressed)) {
+    read_buf_.shrink_to(pressed ? core_.config.read_buffer_size
+                                : std::max(core_.config.read_buffer_size, max_read_room));
   }
+  mem_.end_batch();
+  mem_.settle_read(read_buf_.capacity());
   return ok;
 }
 
@@ -372,7 +442,10 @@ void server_connection::frame_queued() {
   }
   // During dispatch the flush waits for the end of the batch: every reply to one recv
   // leaves in one write. Replies from coroutine handlers flush at once.
-  if (!dispatching_) flush();
+  if (!dispatching_) {
+    flush();
+    settle_replies();
+  }
 }
 
 void server_connection::write_each() {
@@ -393,6 +466,7 @@ void server_connection::write_each() {
 
 void server_connection::call_started(request_context& ctx) noexcept {
   ++in_flight_;
+  ctx.memory_charge = mem_.take_admitted();  // the call keeps its request bytes
   ctx.prev_running = nullptr;
   ctx.next_running = running_;
   if (running_ != nullptr) running_->prev_running = &ctx;
@@ -406,6 +480,7 @@ void server_connection::call_finished(request_context& ctx) noexcept {
   (ctx.prev_running ? ctx.prev_running->next_running : running_) = ctx.next_running;
   if (ctx.next_running != nullptr) ctx.next_running->prev_running = ctx.prev_running;
   ctx.prev_running = ctx.next_running = nullptr;
+  mem_.call_done(std::exchange(ctx.memory_charge, 0));
   last_activity_ = std::chrono::steady_clock::now();
   core_.handler_finished();
   close_if_done();
@@ -438,6 +513,11 @@ void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   }
   if (rdma_next_ && !closed_) switch_to_rdma();  // the rdma_setup answer is out
   flush();
+  settle_replies();
+  if (waiting_writes_ && !mem_.replies_full()) {
+    waiting_writes_ = false;
+    read_more();
+  }
   close_if_done();
 }
 
@@ -462,6 +542,14 @@ void server_connection::close() {
   if (closed_) return;
   closed_ = true;
   if (timer_) timer_->cancel();
+  if (!rdma_) {
+    // The buffer goes back to this reactor's pool: no read lands in it any more (a socket
+    // read in flight completes as aborted once the socket closes below). An RDMA stream may
+    // still copy into it until its own close completes, so that one stays until the end.
+    const auto [data, capacity] = read_buf_.release_storage();
+    buffer_pool::for_this_thread().release({data, capacity});
+    mem_.settle_read(0);
+  }
   cancel_all_running();  // nobody will read their replies
   std::error_code ignored;
   socket_.shutdown(asio::socket_base::shutdown_both, ignored);

@@ -13,6 +13,8 @@
 #include "corvid/detail/reply_channel.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
+#include "../memory/server_memory.hpp"
+
 namespace corvid::rdma {
 class rdma_stream;
 }
@@ -62,6 +64,10 @@ class server_connection final : public reply_channel {
   void write_each();
   void on_write(const std::error_code& ec, std::size_t n);
   void close_if_done();
+  // Memory refused a read buffer or a call: stop reading until a release wakes us.
+  void wait_for_memory(bool for_read, std::size_t need);
+  void resume_after_memory();
+  void settle_replies() noexcept { mem_.settle_replies(pending_.size() + sending_.size()); }
   void close();
   // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
   // armed for the earliest limit and only re-armed when it fires: activity just moves the
@@ -75,6 +81,7 @@ class server_connection final : public reply_channel {
   asio::generic::stream_protocol::socket socket_;
   asio::io_context& reactor_;
   std::string peer_;
+  connection_memory mem_;  // before read_buf_: charged for it from the start
   byte_buffer read_buf_;
   outbound_queue pending_;                             // replies queued while a write is in flight
   outbound_queue sending_;                             // the write in flight
@@ -95,7 +102,9 @@ class server_connection final : public reply_channel {
   bool dispatching_ = false;
   bool writing_ = false;
   bool reading_ = false;
-  bool stop_reading_ = false;  // drain, peer EOF or protocol error: read nothing more
+  bool waiting_memory_ = false;  // refused by a memory tracker; a release resumes us
+  bool waiting_writes_ = false;  // too many replies queued; a write completion resumes us
+  bool stop_reading_ = false;    // drain, peer EOF or protocol error: read nothing more
   bool closed_ = false;
   // RDMA (init_ibv): once set, reads and writes go to the queue pair instead of socket_.
   std::shared_ptr<rdma::rdma_stream> rdma_;

@@ -18,6 +18,8 @@
 #include "corvid/runtime/transport_stats.hpp"
 #include "corvid/server/server_config.hpp"
 
+#include "../memory/server_memory.hpp"
+
 namespace corvid::rdma {
 class rdma_context;
 }
@@ -34,7 +36,7 @@ struct handler_entry {
 
 class server_core {
  public:
-  explicit server_core(server_config cfg) : config(std::move(cfg)) {}
+  explicit server_core(server_config cfg) : config(std::move(cfg)), memory(config) {}
   ~server_core();
 
   void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn);
@@ -57,6 +59,8 @@ class server_core {
   void handler_finished() noexcept;
 
   const server_config config;
+  // Declared before the reactors and connections: they are destroyed first.
+  server_memory memory;
   std::uint16_t bound_port = 0;
   stats_counters stats;
   std::shared_ptr<rdma::rdma_context> rdma;  // set by init_ibv(), before start

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <utility>
 
+#include "corvid/detail/buffer_memory.hpp"
+
 namespace corvid::detail {
 
 class byte_buffer {
@@ -25,7 +27,7 @@ class byte_buffer {
         capacity_(std::exchange(o.capacity_, 0)) {}
   byte_buffer& operator=(byte_buffer&& o) noexcept {
     if (this != &o) {
-      std::free(data_);
+      buffer_free(data_, capacity_);
       data_ = std::exchange(o.data_, nullptr);
       begin_ = std::exchange(o.begin_, 0);
       end_ = std::exchange(o.end_, 0);
@@ -33,7 +35,7 @@ class byte_buffer {
     }
     return *this;
   }
-  ~byte_buffer() { std::free(data_); }
+  ~byte_buffer() { buffer_free(data_, capacity_); }
 
   // Unread bytes.
   const char* data() const noexcept { return data_ + begin_; }
@@ -95,16 +97,16 @@ class byte_buffer {
   void reserve(std::size_t cap) {
     if (cap > capacity_) reallocate(cap);
   }
-  // Hands the storage (from std::malloc) to the caller, e.g. back to a buffer_pool; the
+  // Hands the storage (see buffer_memory.hpp) to the caller, e.g. back to a buffer_pool; the
   // buffer is left empty with no capacity. Unread bytes are dropped.
   std::pair<char*, std::size_t> release_storage() noexcept {
     begin_ = end_ = 0;
     return {std::exchange(data_, nullptr), std::exchange(capacity_, 0)};
   }
-  // Takes over malloc'd storage of `capacity` bytes (a buffer_pool block) in place of its
-  // own, which must be empty.
+  // Takes over storage of `capacity` bytes from buffer_allocate (a buffer_pool block) in
+  // place of its own, which must be empty.
   void adopt_storage(char* p, std::size_t capacity) noexcept {
-    std::free(data_);
+    buffer_free(data_, capacity_);
     data_ = p;
     capacity_ = capacity;
     begin_ = end_ = 0;
@@ -126,9 +128,7 @@ class byte_buffer {
   }
   void reallocate(std::size_t cap) {
     compact();
-    void* p = std::realloc(data_, cap == 0 ? 1 : cap);
-    if (p == nullptr) throw std::bad_alloc();
-    data_ = static_cast<char*>(p);
+    data_ = buffer_reallocate(data_, capacity_, end_, cap);
     capacity_ = cap;
   }
 

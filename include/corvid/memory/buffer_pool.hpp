@@ -6,7 +6,8 @@
 //
 // Not thread-safe: a pool belongs to one thread (for_this_thread()). A block may be released
 // on another thread than the one that acquired it; it then joins that thread's pool.
-// Blocks come from std::malloc, so a byte_buffer may realloc or free an adopted block.
+// Blocks come from detail::buffer_allocate (malloc, or mmap above 256 KiB), so a byte_buffer
+// may grow or free an adopted block.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +39,7 @@ class buffer_pool {
   static buffer_pool& for_this_thread();
 
   // A block of at least `size` bytes: a cached one of its class when there is one. Throws
-  // std::bad_alloc when malloc fails.
+  // std::bad_alloc when the system has no memory.
   block acquire(std::size_t size);
   // Returns a block: cached under the largest class it covers, or freed.
   void release(block b) noexcept;

@@ -112,6 +112,8 @@ class request_context {
   // Internal: links of the connection's list of running coroutine calls.
   request_context* prev_running = nullptr;
   request_context* next_running = nullptr;
+  // Internal: request bytes charged to the connection's in-flight tracker for this call.
+  std::size_t memory_charge = 0;
 
  private:
   detail::reply_channel* channel_;

@@ -13,6 +13,7 @@
 
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/error.hpp"
+#include "corvid/memory/memory_usage.hpp"
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/rdma/ibv_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
@@ -74,6 +75,11 @@ class rpc_server {
   std::size_t connection_count() const noexcept;
   // Frames, syscalls and bytes over all connections since start.
   transport_stats stats() const noexcept;
+  // Memory the server holds now and at its peak, as a tree: read_buffers, queued_replies and
+  // in_flight, each with one node per connection (docs/architecture.md, "Memory").
+  memory_usage memory() const;
+  // Starts a new peak (e.g. per benchmark cell) from what is held now.
+  void reset_memory_peak() noexcept;
 
  private:
   void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn);

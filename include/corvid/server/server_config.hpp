@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "corvid/memory/memory_limit.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
 namespace corvid {
@@ -38,6 +39,18 @@ struct server_config {
   std::chrono::milliseconds heartbeat_timeout{0};
   // Initial per-connection read buffer; it grows for big frames and shrinks back after.
   std::size_t read_buffer_size = 8 * 1024;
+  // Memory (docs/architecture.md, "Memory"): what the server may hold in read buffers,
+  // running calls and queued replies together, in bytes or as a share of RAM. At the limit it
+  // stops reading from sockets (TCP flow control pushes back on clients) until memory frees.
+  corvid::memory_limit max_memory = corvid::memory_limit::share_of_ram(0.25);
+  // Share of max_memory read buffers may take, so reading can never starve running calls.
+  double read_buffer_share = 0.5;
+  // A connection with more replies than this queued (its client sends but does not read) is
+  // not read from until its writes drain; other connections are unaffected.
+  std::size_t max_queued_reply_bytes = 16u << 20;
+  // At the limit, answer new requests with server_busy instead of waiting for memory (a
+  // frame that does not fit the read buffer still waits: it cannot be read without memory).
+  bool busy_at_memory_limit = false;
   // Write coalescing: replies queued while a write is in flight leave together in one
   // gather write. Off = one frame per write syscall (for the seed-002 comparison).
   bool coalesce_writes = true;

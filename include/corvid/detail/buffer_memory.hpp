@@ -1,0 +1,65 @@
+#pragma once
+// Where byte buffers get their memory. Small buffers come from malloc; big ones are mapped
+// (mmap) and unmapped when freed. malloc would keep freed megabytes in its arenas: after the
+// first big block is freed glibc raises its mmap threshold, later big blocks come from the
+// heap, and a burst of big frames leaves the process's RSS far above what it still uses
+// (measured: 207 MiB RSS for 56 MiB of live buffers in the flood test). Mapped buffers grow
+// with mremap, which moves pages instead of copying bytes.
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <sys/mman.h>
+
+namespace corvid::detail {
+
+inline constexpr std::size_t mapped_buffer_threshold = 256 * 1024;
+
+inline bool is_mapped_buffer(std::size_t capacity) noexcept {
+  return capacity > mapped_buffer_threshold;
+}
+
+inline char* buffer_allocate(std::size_t capacity) {
+  if (!is_mapped_buffer(capacity)) {
+    void* p = std::malloc(capacity == 0 ? 1 : capacity);
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<char*>(p);
+  }
+  void* p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return static_cast<char*>(p);
+}
+
+inline void buffer_free(char* p, std::size_t capacity) noexcept {
+  if (p == nullptr) return;
+  if (is_mapped_buffer(capacity)) {
+    ::munmap(p, capacity);
+  } else {
+    std::free(p);
+  }
+}
+
+// Moves a buffer of `old_capacity` (its first `used` bytes matter) to `capacity` bytes.
+inline char* buffer_reallocate(char* p, std::size_t old_capacity, std::size_t used,
+                               std::size_t capacity) {
+  if (p == nullptr) return buffer_allocate(capacity);
+  const bool was_mapped = is_mapped_buffer(old_capacity);
+  const bool mapped = is_mapped_buffer(capacity);
+  if (!was_mapped && !mapped) {
+    void* q = std::realloc(p, capacity == 0 ? 1 : capacity);
+    if (q == nullptr) throw std::bad_alloc();
+    return static_cast<char*>(q);
+  }
+  if (was_mapped && mapped) {
+    void* q = ::mremap(p, old_capacity, capacity, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<char*>(q);
+  }
+  char* q = buffer_allocate(capacity);
+  if (used != 0) std::memcpy(q, p, used < capacity ? used : capacity);
+  buffer_free(p, old_capacity);
+  return q;
+}
+
+}  // namespace corvid::detail

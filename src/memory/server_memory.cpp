@@ -1,0 +1,128 @@
+#include "server_memory.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace corvid::detail {
+namespace {
+// A batch of small calls reserves in-flight room in steps of this, not per call.
+constexpr std::size_t credit_step = 64 * 1024;
+
+// Reads and running calls together stay 1/16 of the server limit short of it: replies are
+// charged after they are encoded (the memory exists by then), and that headroom is theirs.
+std::size_t in_flight_limit(std::size_t server, std::size_t reads) {
+  if (server == unlimited_memory) return unlimited_memory;
+  const std::size_t headroom = server / 16;
+  return server > reads + headroom ? server - reads - headroom : 0;
+}
+}  // namespace
+
+server_memory::server_memory(const server_config& config)
+    : server("server", config.max_memory.resolve(), &memory_tracker::process()),
+      read_buffers("read_buffers",
+                   memory_limit::share_of_ram(config.read_buffer_share).resolve(server.limit()),
+                   &server),
+      queued_replies("queued_replies", unlimited_memory, &server),
+      in_flight("in_flight", in_flight_limit(server.limit(), read_buffers.limit()), &server),
+      max_queued_reply_bytes(config.max_queued_reply_bytes) {}
+
+void server_memory::wait(std::function<void()> resume, const std::function<bool()>& enough) {
+  {
+    std::lock_guard lk(mutex_);
+    resume_.push_back(std::move(resume));
+    waiters_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Pairs with the fence in notify(): either that notify sees the waiter, or this check sees
+  // the memory it released.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Memory freed in between: wake everyone (us included); spurious resumes just retry.
+  if (enough()) notify();
+}
+
+void server_memory::notify() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (waiters_.load(std::memory_order_relaxed) == 0) return;
+  std::vector<std::function<void()>> ready;
+  {
+    std::lock_guard lk(mutex_);
+    ready.swap(resume_);
+    waiters_.store(0, std::memory_order_relaxed);
+  }
+  for (auto& r : ready) r();
+}
+
+connection_memory::connection_memory(server_memory& server, const std::string& name)
+    : server_(server),
+      read_(name, unlimited_memory, &server.read_buffers),
+      replies_(name, unlimited_memory, &server.queued_replies),
+      calls_(name, unlimited_memory, &server.in_flight) {}
+
+connection_memory::~connection_memory() {
+  // The trackers give back what is still charged as they go; then waiters may proceed.
+  read_.release(read_.current());
+  replies_.release(replies_.current());
+  calls_.release(calls_.current());
+  server_.notify();
+}
+
+bool connection_memory::reserve_read(std::size_t capacity) noexcept {
+  if (capacity <= read_charged_) return true;
+  if (!read_.try_reserve(capacity - read_charged_)) return false;
+  read_charged_ = capacity;
+  return true;
+}
+
+void connection_memory::settle_read(std::size_t capacity) noexcept {
+  if (capacity > read_charged_) {
+    read_.reserve(capacity - read_charged_);
+  } else if (capacity < read_charged_) {
+    read_.release(read_charged_ - capacity);
+    server_.notify();
+  }
+  read_charged_ = capacity;
+}
+
+bool connection_memory::admit(std::size_t bytes) noexcept {
+  if (credit_ < bytes) {
+    const std::size_t missing = bytes - credit_;
+    const std::size_t step = std::max(missing, credit_step);
+    if (calls_.try_reserve(step)) {
+      credit_ += step;
+    } else if (step != missing && calls_.try_reserve(missing)) {
+      credit_ += missing;
+    } else {
+      return false;
+    }
+  }
+  credit_ -= bytes;
+  admitted_ = bytes;
+  return true;
+}
+
+std::size_t connection_memory::take_admitted() noexcept { return std::exchange(admitted_, 0); }
+
+void connection_memory::return_admitted() noexcept { credit_ += std::exchange(admitted_, 0); }
+
+void connection_memory::call_done(std::size_t bytes) noexcept {
+  if (bytes == 0) return;
+  calls_.release(bytes);
+  server_.notify();
+}
+
+void connection_memory::end_batch() noexcept {
+  if (credit_ == 0) return;
+  calls_.release(std::exchange(credit_, 0));
+  server_.notify();
+}
+
+void connection_memory::settle_replies(std::size_t bytes) noexcept {
+  if (bytes > replies_charged_) {
+    replies_.reserve(bytes - replies_charged_);
+  } else if (bytes < replies_charged_) {
+    replies_.release(replies_charged_ - bytes);
+    server_.notify();
+  }
+  replies_charged_ = bytes;
+}
+
+}  // namespace corvid::detail
