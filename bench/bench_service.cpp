@@ -26,7 +26,11 @@ void bench_call(request_context& ctx, std::uint32_t response_size, bool echo) {
 
 server_counters bench_stats() {
   server_counters c;
-  if (rpc_server* s = current_server.load()) c.transport = s->stats();
+  if (rpc_server* s = current_server.load()) {
+    c.transport = s->stats();
+    c.memory_peak = s->memory().peak;
+    s->reset_memory_peak();
+  }
   c.allocations = tracked_allocations();
   return c;
 }

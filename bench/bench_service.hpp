@@ -13,6 +13,9 @@ namespace corvid::bench {
 struct server_counters {
   transport_stats transport;
   std::uint64_t allocations = 0;  // on the server's reactor threads
+  // Peak of the server's tracked memory since the previous bench_stats() call, which starts
+  // a new peak: so the figure taken after a cell is that cell's peak.
+  std::uint64_t memory_peak = 0;
 };
 
 // One benchmark call: the request payload is the attachment; the reply attachment is the

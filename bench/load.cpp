@@ -167,6 +167,7 @@ cell_result run_cell(const load_target& target, const cell_params& p, const prog
   const auto& sb = before.server.transport;
   r.server_rpcs_per_write =
       ratio(sa.frames_sent - sb.frames_sent, sa.write_syscalls - sb.write_syscalls);
+  r.server_peak_bytes = after.server.memory_peak;
   r.server_allocs_per_call = ratio(after.server.allocations - before.server.allocations,
                                    sa.frames_received - sb.frames_received);
   return r;

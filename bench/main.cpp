@@ -8,6 +8,7 @@
 
 #include "experiments.hpp"
 #include "harness.hpp"
+#include "idle.hpp"
 #include "load.hpp"
 #include "options.hpp"
 #include "report.hpp"
@@ -127,6 +128,7 @@ int main(int argc, char** argv) {
     if (o.command == "pipeline") return run_pipeline_experiment(o);
     if (o.command == "coalesce") return run_coalesce_experiment(o);
     if (o.command == "reactors") return run_reactors_experiment(o);
+    if (o.command == "idle") return run_idle_experiment(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corvid-bench: %s\n", e.what());
     return 1;

@@ -17,6 +17,7 @@ commands:
   pipeline    seed 001: synchronous vs pipelined vs concurrent callers on one connection
   coalesce    seed 002: write coalescing on vs off (RPCs per write, packets per RPC)
   reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections
+  idle        user-space bytes per idle server connection (--connections N, default 10000)
 
 options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides

@@ -154,7 +154,8 @@ void print_grid_table(std::ostream& out, const std::vector<cell_result>& cells) 
               "errors",
               "RPCs/write client",
               "RPCs/write server",
-              "allocs/call server"};
+              "allocs/call server",
+              "peak MiB server"};
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const cell_result& c = cells[i];
     const bool first = i == 0 || cells[i - 1].payload != c.payload;
@@ -162,7 +163,10 @@ void print_grid_table(std::ostream& out, const std::vector<cell_result>& cells) 
                       fixed(c.gbps, 2), micros(c.p50_us), micros(c.p90_us), micros(c.p99_us),
                       micros(c.p999_us), fixed(c.qps, 0), std::to_string(c.errors),
                       ratio(c.client_rpcs_per_write, 1), ratio(c.server_rpcs_per_write, 1),
-                      ratio(c.server_allocs_per_call, 2)});
+                      ratio(c.server_allocs_per_call, 2),
+                      c.server_peak_bytes == 0
+                          ? std::string("-")
+                          : fixed(static_cast<double>(c.server_peak_bytes) / (1 << 20), 1)});
   }
   t.print_markdown(out);
 }

@@ -93,14 +93,15 @@ TEST(report, grid_table) {
   const auto lines = lines_of(out.str());
   ASSERT_EQ(lines.size(), 2u + 6u);  // header, separator, one row per cell
   const auto header = md_cells(lines[0]);
-  ASSERT_EQ(header.size(), 12u);
+  ASSERT_EQ(header.size(), 13u);
   EXPECT_EQ(header[0], "size");
   EXPECT_EQ(header[6], "P99.9(us)");
   EXPECT_EQ(header[11], "allocs/call server");
+  EXPECT_EQ(header[12], "peak MiB server");
   EXPECT_EQ(md_cells(lines[1])[2].back(), ':');  // numbers right-aligned
   const auto r0 = md_cells(lines[2]);
   EXPECT_EQ(r0, (std::vector<std::string>{"128B", "1", "0.04", "7.5", "24", "27", "1234", "43394",
-                                          "0", "-", "1.0", "-"}));
+                                          "0", "-", "1.0", "-", "-"}));
   EXPECT_EQ(md_cells(lines[3])[0], "");  // size only on the group's first row
   EXPECT_EQ(md_cells(lines[4])[0], "");
   EXPECT_EQ(md_cells(lines[4])[11], "0.13");

@@ -1,0 +1,125 @@
+// corvid-bench idle: user-space memory per idle connection (issue 5's target: <= 16 KiB).
+// A child process opens N TCP connections to an in-process server and sends nothing; the
+// server's RSS delta over N is what each idle connection costs it (sockets' kernel buffers
+// are not in RSS). The child holds the client ends, so its memory and descriptors do not
+// count, and each process stays within RLIMIT_NOFILE.
+#include "idle.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <corvid/corvid.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+namespace corvid::bench {
+namespace {
+
+std::size_t vm_rss() {
+  std::ifstream f("/proc/self/status");
+  std::string key;
+  while (f >> key) {
+    if (key == "VmRSS:") {
+      std::size_t kib = 0;
+      f >> kib;
+      return kib * 1024;
+    }
+    f.ignore(1 << 16, '\n');
+  }
+  return 0;
+}
+
+void raise_fd_limit(std::size_t want) {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < want) {
+    r.rlim_cur = std::min<rlim_t>(r.rlim_max, want);
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+// Child: connect n sockets, report how many through `ready`, then wait for `done` to close.
+[[noreturn]] void connect_many(std::uint16_t port, int n, int ready, int done) {
+  raise_fd_limit(static_cast<std::size_t>(n) + 64);
+  std::vector<int> fds;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      break;
+    }
+    fds.push_back(fd);
+  }
+  const int opened = static_cast<int>(fds.size());
+  (void)!::write(ready, &opened, sizeof opened);
+  char c;
+  (void)!::read(done, &c, 1);
+  for (int fd : fds) ::close(fd);
+  ::_exit(0);
+}
+
+}  // namespace
+
+int run_idle_experiment(const options& o) {
+  const int n = o.connections > 1 ? o.connections : 10000;
+  raise_fd_limit(static_cast<std::size_t>(n) + 256);
+  server_config cfg;
+  cfg.address = "127.0.0.1";
+  cfg.io_threads = static_cast<std::size_t>(o.threads);
+  rpc_server server(cfg);
+  if (auto ec = server.async_start()) {
+    std::fprintf(stderr, "idle: %s\n", ec.message().c_str());
+    return 1;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::size_t rss_before = vm_rss();
+  const std::size_t tracked_before = server.memory().current;
+  int ready[2], done[2];
+  if (::pipe(ready) != 0 || ::pipe(done) != 0) return 1;
+  const pid_t child = ::fork();
+  if (child == 0) connect_many(server.port(), n, ready[1], done[0]);
+  int opened = 0;
+  (void)!::read(ready[0], &opened, sizeof opened);
+  // Wait until the server has accepted and started every connection.
+  for (int i = 0; i < 600 && server.connection_count() < static_cast<std::size_t>(opened); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::size_t accepted = server.connection_count();
+  const std::size_t rss_after = vm_rss();
+  const memory_usage usage = server.memory();
+  const double per_conn_rss =
+      accepted ? static_cast<double>(rss_after - rss_before) / static_cast<double>(accepted) : 0;
+  const double per_conn_tracked =
+      accepted ? static_cast<double>(usage.current - tracked_before) / static_cast<double>(accepted)
+               : 0;
+  std::printf("corvid-bench idle: %d io thread(s), %d connections opened, %zu accepted\n\n",
+              o.threads, opened, accepted);
+  std::printf(
+      "| connections | RSS before (MiB) | RSS after (MiB) | RSS per connection (B) | "
+      "tracked per connection (B) |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("| %zu | %.1f | %.1f | %.0f | %.0f |\n", accepted,
+              static_cast<double>(rss_before) / (1 << 20),
+              static_cast<double>(rss_after) / (1 << 20), per_conn_rss, per_conn_tracked);
+  (void)!::write(done[1], "x", 1);
+  ::waitpid(child, nullptr, 0);
+  server.stop();
+  return accepted == static_cast<std::size_t>(n) ? 0 : 1;
+}
+
+}  // namespace corvid::bench
