@@ -9,6 +9,7 @@
 
 #include "../rdma/handshake.hpp"
 #include "../runtime/endpoint.hpp"
+#include <sys/socket.h>
 
 namespace corvid::detail {
 namespace {
@@ -170,8 +171,40 @@ void client_connection::close(std::string reason) {
     closed_reason_ = reason;
   }
   asio::post(reactor_, [self = shared_from_this(), reason = std::move(reason)]() mutable {
+    self->send_cancels_before_close();
     self->fail_all({rpc_errc::connection_closed, std::move(reason)});
   });
+}
+
+void client_connection::send_cancels_before_close() {
+  // Best effort, with one non-blocking send: a caller closing the client gives up on every
+  // pending call, so coroutine handlers still working for it should stop. (The server
+  // cannot tell a close from a half-close, after which a peer may still read replies.)
+  // Skipped while a write is in flight: our bytes must not land inside its frames.
+  if (!config_.send_cancel || rdma_ || !socket_.is_open()) return;
+  std::string frames;
+  {
+    std::lock_guard lk(mutex_);
+    if (writing_) return;
+    for (const slot& s : slots_) {
+      if (s.call == nullptr || s.call->seq > written_seq_) continue;  // never sent: no cancel
+      protocol::frame_header h;
+      h.type = protocol::msg_type::cancel;
+      h.request_id = s.call->id;
+      frames.resize(frames.size() + protocol::header_size);
+      protocol::encode_header(h, frames.data() + frames.size() - protocol::header_size);
+    }
+  }
+  if (frames.empty()) return;
+  // A partial send leaves a partial frame before our FIN, which the server discards.
+  const ssize_t n =
+      ::send(socket_.native_handle(), frames.data(), frames.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n > 0) {
+    stats_.on_write(0, 1, static_cast<std::uint64_t>(n));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n) / protocol::header_size; ++i) {
+      stats_.on_cancelled();
+    }
+  }
 }
 
 void client_connection::finish_call(call_base* call, bool deferred) noexcept {

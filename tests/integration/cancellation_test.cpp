@@ -141,6 +141,30 @@ TEST(Cancellation, ClosingTheConnectionCancelsRunningHandlers) {
   EXPECT_TRUE(eventually([] { return naps_cancelled == 1; }));
 }
 
+TEST(Cancellation, StopCancelsHandlersStillRunningAfterItsTimeout) {
+  auto cfg = test_server::make_config();
+  cfg.stop_timeout = 200ms;
+  naps_started = naps_cancelled = naps_completed = 0;
+  corvid::rpc_server server(cfg);
+  server.register_handler<nap>();
+  ASSERT_FALSE(server.async_start());
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, "127.0.0.1:" + std::to_string(server.port()))));
+  auto reply = corvid::sync_wait([&]() -> corvid::task<corvid::async_reply_t<nap>> {
+    co_return co_await client.send_request<nap>(60'000);
+  }());
+  ASSERT_TRUE(eventually([] { return naps_started == 1; }));
+  const auto start = std::chrono::steady_clock::now();
+  server.stop();  // drains for 200 ms, then closes: the minute-long nap is cancelled
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(naps_cancelled, 1);
+  auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {
+    co_return co_await std::move(reply);
+  }());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::connection_closed);
+}
+
 TEST(Cancellation, CancelFramesForUnknownIdsAreIgnored) {
   cancel_server s;
   raw_connection raw(s.port());

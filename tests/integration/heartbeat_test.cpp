@@ -26,10 +26,11 @@ class silent_server {
     });
   }
   ~silent_server() {
-    std::error_code ignored;
-    acceptor_.close(ignored);
+    // Wakes the blocking accept (close alone does not), then joins.
     ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     thread_.join();
+    std::error_code ignored;
+    acceptor_.close(ignored);
   }
   std::string endpoint() const {
     return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());

@@ -66,10 +66,14 @@ TEST(Unsent, QueuedRequestsBehindAStalledWriteFailAsUnsent) {
     // The server has (part of) these: possibly executed, so not marked unsent.
     auto g = co_await std::move(st.big);
     EXPECT_FALSE(g);
-    if (!g) EXPECT_FALSE(g.error().request_unsent());
+    if (!g) {
+      EXPECT_FALSE(g.error().request_unsent());
+    }
     auto b = co_await std::move(st.blocker);
     EXPECT_FALSE(b);
-    if (!b) EXPECT_FALSE(b.error().request_unsent());
+    if (!b) {
+      EXPECT_FALSE(b.error().request_unsent());
+    }
   }());
 }
 

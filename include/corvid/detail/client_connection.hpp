@@ -121,6 +121,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   call_base* take_call(std::uint64_t id);                                  // under mutex_
   void unlink_deadline(call_base* call);                                   // under mutex_
   bool schedule_flush_locked();
+  void send_cancels_before_close();  // reactor thread, from close()
   // Appends a cancel/ping/pong frame to out_ (not counted as an RPC frame).
   void queue_control_locked(protocol::msg_type type, std::uint64_t id);
   void kick_flush();
