@@ -82,7 +82,10 @@ rpc_error rdma_stream::setup() {
   return {};
 }
 
-rdma_stream::~rdma_stream() { destroy(); }
+rdma_stream::~rdma_stream() {
+  on_closed_ = nullptr;  // the owner may be mid-destruction too: no call back into it
+  destroy();
+}
 
 rpc_error rdma_stream::connect(const verbs::endpoint_info& remote, std::size_t peer_max_message) {
   max_send_ = std::min(ctx_->config().chunk_size, peer_max_message);
@@ -400,6 +403,10 @@ void rdma_stream::destroy() {
   for (const auto& c : send_chunks_) ctx_->pool().release(c);
   recv_chunks_.clear();
   send_chunks_.clear();
+  // Handlers hold their connection, which holds this stream: drop them, or the pair leaks.
+  // The connection is closed; nothing waits for them.
+  read_handler_.reset();
+  write_handler_.reset();
   if (auto done = std::move(on_closed_)) done();
 }
 
