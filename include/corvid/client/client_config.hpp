@@ -32,6 +32,11 @@ struct client_config {
   // When a call times out or is cancelled, tell the server (a cancel frame), so a coroutine
   // handler still working on it is cancelled.
   bool send_cancel = true;
+  // Client-side backpressure (0 = unlimited): calls in flight on this connection (sent or
+  // queued, no reply yet) and request bytes queued but not yet written. A call past either
+  // fails at once with client_busy, before anything is encoded.
+  std::size_t max_pending_calls = 0;
+  std::size_t max_queued_request_bytes = 0;
 };
 
 }  // namespace corvid

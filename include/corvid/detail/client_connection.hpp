@@ -69,6 +69,17 @@ class client_connection : public std::enable_shared_from_this<client_connection>
       call->release();
       return;
     }
+    if ((config_.max_pending_calls != 0 &&
+         slots_.size() - free_slots_.size() >= config_.max_pending_calls) ||
+        (config_.max_queued_request_bytes != 0 &&
+         out_.size() + attachment.size() >= config_.max_queued_request_bytes)) {
+      lk.unlock();
+      call->set_error(rpc_error::unsent(rpc_errc::client_busy,
+                                        "client at its limit of calls in flight or queued bytes"));
+      call->complete();
+      call->release();
+      return;
+    }
     const std::size_t mark = out_.mark();
     out_.extend(protocol::header_size);  // filled in below, once the lengths are known
     try {
