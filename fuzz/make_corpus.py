@@ -260,6 +260,74 @@ def client_reply_seeds(v):
     return seeds
 
 
+# --- softverbs (src/verbs/soft/wire.hpp; input layout in fuzz/softverbs_fuzz.cpp) -----------
+SV_PSN = 0x100  # the harness's psn: the first data seq it sends
+
+
+def sv_frame(type_, seq=0, arg=0, body=b"", flags=0, length=None):
+    n = len(body) if length is None else length
+    return struct.pack("<BBHIII", type_, flags, 0, seq, arg, n) + body
+
+
+def sv_data(seq, payload, imm=None):
+    return sv_frame(2, seq, imm or 0, payload, flags=1 if imm is not None else 0)
+
+
+def sv_ack(rel):  # seq relative to the queue pair's first send (the harness adds its psn)
+    return sv_frame(3, rel)
+
+
+def sv_nak(rel, kind):
+    return sv_frame(4, rel, kind)
+
+
+def sv_head(passive=False, no_hello=False, sends=0, split=None, rnr=3, late=False, recvs=2,
+            size=2, two_sges=False, hold=False):
+    """rnr: index into (0, 1, 3, 7); size: index into (0, 16, 100, 4096, 20000, 64, 1, 300)."""
+    o = (passive | no_hello << 1 | sends << 2 | (split is not None) << 4 | rnr << 5 | late << 7)
+    r = recvs | size << 3 | two_sges << 6 | hold << 7
+    return bytes([o, r, split or 0])
+
+
+def softverbs_seeds():
+    hello = sv_frame(1, body=struct.pack("<IIII16s16sB3x", 0x31565343, 1, 2, SV_PSN,
+                                         b"corv" + bytes(12), b"corv" + bytes(12), 7))
+    p = SV_PSN
+    return {
+        "one_message": sv_head() + sv_data(p, b"hello"),
+        "two_messages_imm": sv_head() + sv_data(p, b"a" * 40) + sv_data(p + 1, b"b", imm=9),
+        "zero_length": sv_head(size=0, recvs=1) + sv_data(p, b""),
+        "two_sges": sv_head(two_sges=True) + sv_data(p, bytes(range(80))),
+        "acks": sv_head(sends=2) + sv_ack(0) + sv_ack(1),
+        "cumulative_ack": sv_head(sends=3) + sv_ack(1) + sv_data(p, b"x"),
+        "nak_rnr": sv_head(sends=1) + sv_nak(0, 1),
+        "nak_invalid_second": sv_head(sends=2) + sv_ack(0) + sv_nak(1, 2),
+        "nak_remote_op": sv_head(sends=2, recvs=0) + sv_nak(0, 3),
+        "too_long": sv_head(size=1) + sv_data(p, b"y" * 100),
+        "rnr_parked_then_posted": sv_head(recvs=0, rnr=1, late=True) + sv_data(p, b"z" * 32),
+        "rnr_forever_parked": sv_head(recvs=0, rnr=3, late=True) + sv_data(p, b"q" * 10)
+        + sv_data(p + 1, b"r" * 5),
+        "rnr_zero": sv_head(recvs=0, rnr=0) + sv_data(p, b"w"),
+        "rnr_timeout": sv_head(recvs=0, rnr=1, hold=True) + sv_data(p, b"t" * 8),
+        "parked_behind_parked": sv_head(recvs=0, rnr=2, late=True, hold=True)
+        + sv_data(p, b"1" * 8) + sv_data(p + 1, b"2" * 9),
+        "passive_never_hello": sv_head(passive=True, no_hello=True, sends=1, hold=True),
+        "active_never_hello": sv_head(no_hello=True, sends=2, hold=True),
+        "direct_read": sv_head(size=4, recvs=1) + sv_data(p, bytes(20000)),
+        "split_mid_body": sv_head(size=3, split=100) + sv_data(p, b"s" * 4096) + sv_ack(0),
+        "passive_message": sv_head(passive=True, sends=1) + sv_data(p, b"hi") + sv_ack(0),
+        "passive_bad_hello": sv_head(passive=True, no_hello=True, sends=1) + hello,
+        "active_bad_hello": sv_head(no_hello=True) + hello + sv_data(p, b"x"),
+        "data_before_hello": sv_head(no_hello=True) + sv_data(p, b"x"),
+        "bad_seq": sv_head() + sv_data(p + 5, b"x"),
+        "unknown_type": sv_head() + sv_frame(9, p),
+        "ack_with_body": sv_head(sends=1) + sv_frame(3, 0, body=b"abcd"),
+        "second_hello": sv_head() + hello,
+        "truncated_header": sv_head() + sv_data(p, b"x")[:7],
+        "truncated_body": sv_head(sends=1) + sv_data(p, b"x" * 50)[:30],
+    }
+
+
 def write(target, seeds):
     d = OUT / target
     shutil.rmtree(d, ignore_errors=True)
@@ -275,6 +343,7 @@ def main():
     write("codec", codec_seeds())
     write("server_stream", server_stream_seeds(v))
     write("client_reply", client_reply_seeds(v))
+    write("softverbs", softverbs_seeds())
 
 
 if __name__ == "__main__":
