@@ -26,10 +26,11 @@
 // the harness adds the psn to them while walking the stream's frame headers, so seq 0 acks the
 // first send. The harness's own psn is 0x100: data frames start at seq 0x100.
 //
-// Checked, besides "no crash, no ASan/UBSan/LSan report": the queue pair ends the link (or the
-// 1 s bound holds); after set_error() every posted work request has completed exactly once (any
-// status, flushes included) and no completion names an unknown wr_id; a successful receive's
-// byte_len fits its buffers; the guard bytes around every receive buffer are never written.
+// Checked, besides "no crash, no ASan/UBSan/LSan report": the queue pair closes the link within
+// 1 s of the harness's EOF (peer loss is noticed at once); after set_error() every posted work
+// request has completed exactly once (any status, flushes included) and no completion names an
+// unknown wr_id; a successful receive's byte_len fits its buffers; the guard bytes around every
+// receive buffer are never written.
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -332,6 +333,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Drive the queue like a reactor until the queue pair closes the link (EOF here).
   const bool eof = r.drive(sock.fd, std::chrono::seconds(1));
+  check(eof, "the queue pair kept the link open 1 s after the peer's EOF");
   if (trace)
     std::fprintf(stderr, "link closed: %d, state error: %d\n", eof,
                  r.qp->state() == v::qp_state::error);

@@ -41,6 +41,8 @@ sockaddr_un abstract_address(const std::string& name, socklen_t& len) {
 }
 
 constexpr std::uint64_t max_message = std::uint64_t{1} << 30;
+// What a parked message's buffer starts with; it grows as its bytes arrive.
+constexpr std::size_t park_reserve = 64 * 1024;
 
 }  // namespace
 
@@ -382,7 +384,10 @@ void soft_qp::on_data_header(const wire::frame_header& h) {
     rnr_deadline_ = rnr_deadline();
     arm_timer();
   }
-  parked_.push_back({h.seq, imm, std::vector<std::byte>(h.length), false});
+  // The buffer grows as the bytes arrive: sized from the header alone, one 16-byte frame
+  // would make us allocate (and zero) up to 1 GiB that the peer may never send.
+  parked_.push_back({h.seq, imm, {}, false});
+  parked_.back().data.reserve(std::min<std::size_t>(h.length, park_reserve));
   sink_ = sink::park;
 }
 

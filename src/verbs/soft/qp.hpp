@@ -58,8 +58,8 @@ class soft_qp final : public queue_pair {
   struct parked_message {
     std::uint32_t seq;
     std::optional<std::uint32_t> imm;
-    std::vector<std::byte> data;
-    bool complete;  // all of its bytes arrived
+    std::vector<std::byte> data;  // what arrived of it so far
+    bool complete;                // all of its bytes arrived
   };
   enum class sink : std::uint8_t { hello, recv, park, discard };
 

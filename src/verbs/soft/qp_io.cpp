@@ -128,9 +128,11 @@ void soft_qp::body_bytes(const std::byte* p, std::size_t n) {
     case sink::hello:
       std::memcpy(reinterpret_cast<std::byte*>(&hello_in_) + body_pos_, p, n);
       break;
-    case sink::park:
-      std::memcpy(parked_.back().data.data() + body_pos_, p, n);
+    case sink::park: {
+      std::vector<std::byte>& data = parked_.back().data;
+      data.insert(data.end(), p, p + n);  // body_pos_ == data.size()
       break;
+    }
     case sink::recv: {
       std::size_t skip = body_pos_;
       for (const iovec& d : dest_) {
