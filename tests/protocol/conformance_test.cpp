@@ -170,7 +170,7 @@ TEST_F(ServerConformance, BadHeadersGetConnectionLevelErrors) {
     std::string message;
   };
   const bad cases[] = {{2, 2, "unsupported protocol version"},
-                       {3, 3, "unknown message type"},
+                       {3, 0x7f, "unknown message type"},
                        {3, 2, "expected a request frame"}};
   for (const auto& c : cases) {
     raw_peer peer;
