@@ -221,6 +221,11 @@ expectation expected_replies(std::string_view stream) {
       return e;
     }
     if (stream.size() < h.frame_size()) return e;
+    if (h.type == protocol::msg_type::rdma_setup) {  // this server has no init_ibv()
+      e.error_frame = true;
+      e.error_status = rpc_errc::protocol_error;
+      return e;
+    }
     if (h.type == protocol::msg_type::request) ++e.ids[h.request_id];
     if (h.type == protocol::msg_type::cancel && e.ids.count(h.request_id))
       ++e.cancels[h.request_id];
