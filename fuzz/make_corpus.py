@@ -309,6 +309,9 @@ def softverbs_seeds():
         + sv_data(p + 1, b"r" * 5),
         "rnr_zero": sv_head(recvs=0, rnr=0) + sv_data(p, b"w"),
         "rnr_timeout": sv_head(recvs=0, rnr=1, hold=True) + sv_data(p, b"t" * 8),
+        # A parked message declaring 1 GiB with 10 bytes sent: must not allocate the 1 GiB
+        # (scripts/fuzz runs this target with -malloc_limit_mb=256).
+        "parked_declares_1g": sv_head(recvs=0) + sv_frame(2, p, length=1 << 30) + b"0123456789",
         "parked_behind_parked": sv_head(recvs=0, rnr=2, late=True, hold=True)
         + sv_data(p, b"1" * 8) + sv_data(p + 1, b"2" * 9),
         "passive_never_hello": sv_head(passive=True, no_hello=True, sends=1, hold=True),
