@@ -33,6 +33,9 @@ void cancellable_sleep::arm(std::coroutine_handle<> h) {
   timer_.emplace(ctx_.reactor(), duration_);
   timer_->async_wait(
       asio::bind_cancellation_slot(ctx_.cancellation_slot(), [this, h](const std::error_code& ec) {
+        // asio leaves the op's cancellation handler in the slot after completion, and it
+        // points at our timer: a later cancel() would reach a destroyed timer.
+        ctx_.cancellation_slot().clear();
         slept_ = !ec;
         h.resume();
       }));

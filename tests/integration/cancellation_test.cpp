@@ -24,11 +24,21 @@ corvid::task<int> nap(corvid::request_context& ctx, int ms) {
   co_return ms;
 }
 
+// Sleeps briefly (a completed cancellable sleep), then polls for cancellation without one:
+// a cancel must not reach the finished sleep's timer.
+corvid::task<int> nap_then_poll(corvid::request_context& ctx) {
+  naps_started.fetch_add(1);
+  (void)co_await ctx.sleep_for(1ms);
+  while (!ctx.cancelled()) co_await corvid::sleep_for(5ms);
+  naps_cancelled.fetch_add(1);
+  co_return 0;
+}
+
 class cancel_server {
  public:
   cancel_server() : server_(test_server::make_config()) {
     naps_started = naps_cancelled = naps_completed = 0;
-    server_.register_handler<nap, echo>();
+    server_.register_handler<nap, nap_then_poll, echo>();
     if (auto ec = server_.async_start()) throw std::runtime_error(ec.message());
   }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(server_.port()); }
@@ -80,6 +90,19 @@ TEST(Cancellation, ExplicitCancelReachesASleepingCoroutineHandler) {
   ASSERT_TRUE(e) << e.error().message();
   EXPECT_EQ(*e, "still here");
   EXPECT_EQ(s.server().stats().frames_sent, sent_before + 1);  // only the echo reply
+}
+
+TEST(Cancellation, CancelAfterACompletedSleepIsSafe) {
+  cancel_server s;
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, s.endpoint())));
+  auto reply = corvid::sync_wait([&]() -> corvid::task<corvid::async_reply_t<nap_then_poll>> {
+    co_return co_await client.send_request<nap_then_poll>();
+  }());
+  ASSERT_TRUE(eventually([] { return naps_started == 1; }));
+  std::this_thread::sleep_for(20ms);  // the 1 ms sleep is over; its timer is gone
+  reply.cancel();
+  EXPECT_TRUE(eventually([] { return naps_cancelled == 1; }));
 }
 
 TEST(Cancellation, TimeoutCancelsTheServerHandler) {

@@ -72,7 +72,8 @@ class request_context {
   }
   // Cancellation for the handler's own asio operations (asio::bind_cancellation_slot): it
   // emits cancellation_type::all when the call is cancelled. Use it on the connection's
-  // reactor (reactor()), one operation at a time.
+  // reactor (reactor()), one operation at a time, and clear() the slot in the operation's
+  // completion handler: asio leaves the operation's cancellation handler installed.
   asio::cancellation_slot cancellation_slot() noexcept { return signal_.slot(); }
   // The reactor thread the connection (and this handler's start) runs on.
   asio::io_context& reactor() const noexcept;
