@@ -49,16 +49,6 @@ class cancel_server {
   corvid::rpc_server server_;
 };
 
-// Polls `pred` for up to 5 s.
-template <class Pred>
-bool eventually(Pred pred) {
-  for (int i = 0; i < 500; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
-
 TEST(Cancellation, ExplicitCancelReachesASleepingCoroutineHandler) {
   cancel_server s;
   corvid::rpc_client client;

@@ -44,16 +44,6 @@ class silent_server {
   std::thread thread_;
 };
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
-
 TEST(Heartbeat, ClientDetectsAServerThatStoppedAnswering) {
   silent_server silent;
   corvid::client_config cfg;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <asio/ip/tcp.hpp>
@@ -79,6 +80,17 @@ class test_server {
 
 inline corvid::task<corvid::rpc_error> connect(corvid::rpc_client& c, std::string ep) {
   co_return co_await c.connect(ep);
+}
+
+// Polls `pred` every 10 ms until it holds or `limit` passes; the final answer of `pred`.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
 }
 
 // Resident set size of this process, from /proc.

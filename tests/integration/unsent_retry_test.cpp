@@ -109,11 +109,7 @@ TEST(Unsent, PoolRetriesUnsentCallsOnceOnAFreshConnection) {
       if (r && *r == "retry-" + std::to_string(i)) ++ok;
     });
   }
-  ASSERT_TRUE([&] {
-    for (int i = 0; i < 500 && first->pending_calls() < 2 + callers; ++i)
-      std::this_thread::sleep_for(10ms);
-    return first->pending_calls() == 2 + callers;
-  }());
+  ASSERT_TRUE(eventually([&] { return first->pending_calls() == 2 + callers; }));
   first->close();  // the connection breaks with their bytes still queued
   lease = {};
   first.reset();
