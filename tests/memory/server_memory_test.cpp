@@ -176,7 +176,9 @@ TEST(server_memory, flood_of_big_requests_stays_under_the_limit) {
   const auto start = std::chrono::steady_clock::now();
   // Three seconds of flood at least, then on until both the flood and this client made
   // progress: a sanitizer build sharing two loaded cores with other tests needs longer.
-  const auto progressed = [&] { return f.bytes_read() > 0 && answered >= 10; };
+  const auto progressed = [&] {
+    return f.bytes_read() > 0 && answered >= 10;
+  };
   for (auto t = 0s; t < 3s || (!progressed() && t < 60s);
        t = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                             start)) {
