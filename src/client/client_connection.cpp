@@ -32,7 +32,34 @@ client_connection::client_connection(asio::io_context& reactor, const client_con
       heartbeat_timer_(reactor),
       read_buf_(idle_read_buffer) {}
 
-client_connection::~client_connection() = default;
+client_connection::~client_connection() {
+  // close() and connect() end parked calls via fail_all on the reactor, which holds a
+  // reference; anything left here was never handed out beyond the connection.
+  while (parked_head_ != nullptr) {
+    std::unique_ptr<parked_request> p(std::exchange(parked_head_, parked_head_->next));
+    p->call->parked = nullptr;
+    p->call->release();
+  }
+}
+
+void client_connection::reject(std::unique_lock<std::mutex>& lk, call_base* call,
+                               rpc_error e) noexcept {
+  lk.unlock();
+  call->set_error(std::move(e));
+  call->complete();
+  call->release();
+}
+
+rpc_error client_connection::too_large(std::size_t bytes) const {
+  return {rpc_errc::message_too_large, "request of " + std::to_string(bytes) +
+                                           " bytes exceeds max_frame_size " +
+                                           std::to_string(config_.max_frame_size)};
+}
+
+std::uint32_t client_connection::wire_timeout(std::chrono::milliseconds timeout) noexcept {
+  return static_cast<std::uint32_t>(std::min<std::chrono::milliseconds::rep>(
+      std::max<std::chrono::milliseconds::rep>(timeout.count(), 0), UINT32_MAX));
+}
 
 bool client_connection::is_open() const {
   std::lock_guard lk(mutex_);
@@ -233,6 +260,7 @@ void client_connection::unpin(std::vector<call_base*>& pins) {
 void client_connection::fail_all(rpc_error e) {
   std::vector<call_base*> victims;
   std::vector<call_base*> never_sent;
+  std::vector<call_base*> parked;  // waiting for room: never queued
   {
     std::lock_guard lk(mutex_);
     never_sent.swap(pinned_out_);  // their bytes leave with out_ below, unwritten
@@ -246,6 +274,12 @@ void client_connection::fail_all(rpc_error e) {
     }
     deadline_head_ = deadline_tail_ = nullptr;
     out_.clear();
+    while (parked_head_ != nullptr) {
+      std::unique_ptr<parked_request> p(std::exchange(parked_head_, parked_head_->next));
+      p->call->parked = nullptr;
+      parked.push_back(p->call);
+    }
+    parked_tail_ = nullptr;
   }
   unpin(never_sent);
   std::error_code ignored;
@@ -277,11 +311,23 @@ void client_connection::fail_all(rpc_error e) {
     }
     finish_call(c, deferred);
   }
+  for (call_base* c : parked) {
+    c->prev = c->next = nullptr;
+    c->timed = false;
+    c->set_error(rpc_error::unsent(e.code(), e.message() + " (request not sent)"));
+    c->admit();
+    finish_call(c, false);
+  }
 }
 
 // ---- pending-call table and deadlines (under mutex_) ------------------------------------
 
 void client_connection::register_call(call_base* call, std::chrono::milliseconds timeout) {
+  assign_slot(call);
+  add_deadline(call, timeout);
+}
+
+void client_connection::assign_slot(call_base* call) {
   std::uint32_t index;
   if (free_slots_.empty()) {
     index = static_cast<std::uint32_t>(slots_.size());
@@ -293,6 +339,9 @@ void client_connection::register_call(call_base* call, std::chrono::milliseconds
   slots_[index].call = call;
   call->id = (std::uint64_t{slots_[index].generation} << 32) | index;
   call->seq = ++submit_seq_;
+}
+
+void client_connection::add_deadline(call_base* call, std::chrono::milliseconds timeout) {
   call->timed = timeout.count() > 0;
   if (!call->timed) return;
   call->deadline = std::chrono::steady_clock::now() + timeout;
@@ -326,6 +375,77 @@ call_base* client_connection::take_call(std::uint64_t id) {
   return call;
 }
 
+// ---- caps and parked requests (under mutex_) ---------------------------------------------
+
+void client_connection::append_borrowed_locked(call_base* call, std::string_view attachment) {
+  out_.append_borrowed(attachment);
+  call->pinned = true;
+  call->add_ref();  // the pin's own reference, dropped when the write is done
+  pinned_out_.push_back(call);
+}
+
+bool client_connection::has_room_locked(std::size_t bytes) const noexcept {
+  if (config_.max_pending_calls != 0 &&
+      slots_.size() - free_slots_.size() >= config_.max_pending_calls) {
+    return false;
+  }
+  return config_.max_queued_request_bytes == 0 || out_.empty() ||
+         out_.size() + bytes <= config_.max_queued_request_bytes;
+}
+
+void client_connection::park_locked(call_base* call, std::unique_ptr<parked_request> p,
+                                    std::chrono::milliseconds timeout) {
+  p->call = call;
+  call->parked = p.get();
+  call->mark_parked();
+  add_deadline(call, timeout);  // the wait counts against the call's deadline
+  (parked_tail_ != nullptr ? parked_tail_->next : parked_head_) = p.get();
+  parked_tail_ = p.release();
+  stats_.on_waited();
+}
+
+void client_connection::admit_parked_locked(std::vector<call_base*>& admitted) {
+  // Requests this large are queued as their own segment (moved, not copied) when written
+  // with a gather write.
+  constexpr std::size_t own_segment = 16 * 1024;
+  const auto now = std::chrono::steady_clock::now();
+  while (parked_head_ != nullptr &&
+         has_room_locked(parked_head_->frame.size() + parked_head_->borrowed.size())) {
+    std::unique_ptr<parked_request> p(std::exchange(parked_head_, parked_head_->next));
+    if (parked_head_ == nullptr) parked_tail_ = nullptr;
+    call_base* call = p->call;
+    call->parked = nullptr;
+    assign_slot(call);
+    p->header.request_id = call->id;
+    p->header.timeout_ms =
+        call->timed
+            ? std::max<std::uint32_t>(
+                  1,
+                  wire_timeout(std::chrono::ceil<std::chrono::milliseconds>(call->deadline - now)))
+            : 0;
+    protocol::encode_header(p->header, p->frame.data());
+    if (config_.coalesce_writes && p->frame.size() >= own_segment) {
+      out_.append_owned(std::move(p->frame));
+    } else {
+      out_.append(p->frame);
+    }
+    if (!p->borrowed.empty()) append_borrowed_locked(call, p->borrowed);
+    out_.count_frame();
+    admitted.push_back(call);
+  }
+}
+
+parked_request* client_connection::unpark_locked(call_base* call) {
+  parked_request* prev = nullptr;
+  parked_request* p = parked_head_;
+  while (p != nullptr && p->call != call) prev = std::exchange(p, p->next);
+  if (p == nullptr) return nullptr;
+  (prev != nullptr ? prev->next : parked_head_) = p->next;
+  if (parked_tail_ == p) parked_tail_ = prev;
+  call->parked = nullptr;
+  return p;
+}
+
 // ---- writing --------------------------------------------------------------------------
 
 bool client_connection::schedule_flush_locked() {
@@ -344,11 +464,22 @@ void client_connection::kick_flush() {
   asio::post(reactor_, [self = shared_from_this()] { self->flush(); });
 }
 
+void client_connection::after_submit(bool kick, bool rearm) {
+  if (kick) {
+    kick_flush();  // flush() rearms the timer
+  } else if (rearm) {
+    asio::post(reactor_, [self = shared_from_this()] { self->rearm_timer(); });
+  }
+}
+
 void client_connection::flush() {
   bool start = false;
+  std::vector<call_base*> admitted;  // allocates only when parked calls get room
   {
     std::lock_guard lk(mutex_);
     flush_scheduled_ = false;
+    // Replies and writes since the last flush may have made room for parked requests.
+    if (open_ && parked_head_ != nullptr) admit_parked_locked(admitted);
     if (!writing_ && open_ && !out_.empty()) {
       // Conservative in the one-frame-per-write mode: everything queued counts as written.
       written_seq_ = submit_seq_;
@@ -365,10 +496,20 @@ void client_connection::flush() {
         out_.erase_front(h.frame_size());
       }
       writing_ = start = true;
+      // The queue just emptied: parked requests that fit now leave with the next write.
+      if (parked_head_ != nullptr) admit_parked_locked(admitted);
     }
   }
   rearm_timer();  // a call queued since the last flush may carry an earlier deadline
-  if (!start) return;
+  if (start) start_write();
+  if (!admitted.empty()) {
+    // Their send_request awaits resume here, and may queue more (or drop the client).
+    auto self = shared_from_this();
+    for (call_base* c : admitted) c->admit();
+  }
+}
+
+void client_connection::start_write() {
   write_calls_ = 0;
   if (rdma_) {
     rdma_->async_write(
@@ -515,10 +656,17 @@ void client_connection::rearm_timer() {
 void client_connection::on_timer() {
   timer_armed_for_ = std::chrono::steady_clock::time_point::max();
   std::vector<std::pair<call_base*, bool>> expired;
+  std::vector<call_base*> expired_parked;  // never queued: nothing to cancel on the server
   {
     std::lock_guard lk(mutex_);
     const auto now = std::chrono::steady_clock::now();
     while (deadline_head_ != nullptr && deadline_head_->deadline <= now) {
+      if (call_base* c = deadline_head_; c->parked != nullptr) {
+        unlink_deadline(c);
+        delete unpark_locked(c);
+        expired_parked.push_back(c);
+        continue;
+      }
       const std::uint64_t id = deadline_head_->id;
       call_base* c = take_call(id);
       c->completion_deferred = c->pinned;
@@ -530,6 +678,14 @@ void client_connection::on_timer() {
   for (auto [c, deferred] : expired) {
     c->set_error({rpc_errc::timeout, "no reply before the call's deadline"});
     finish_call(c, deferred);
+  }
+  for (call_base* c : expired_parked) {
+    c->set_error(rpc_error::unsent(
+        rpc_errc::timeout,
+        "deadline passed while waiting for room to send (client at max_pending_calls or "
+        "max_queued_request_bytes)"));
+    c->admit();
+    finish_call(c, false);
   }
   if (!expired.empty()) flush();  // the cancel frames
   rearm_timer();
@@ -554,10 +710,9 @@ void client_connection::cancel(call_base* call) {
     const std::uint64_t id = call->id;
     if (take_call(id) != call) return;  // ended already (its id no longer matches)
     deferred = call->completion_deferred = call->pinned;
-    if (config_.send_cancel && open_) {
-      queue_control_locked(protocol::msg_type::cancel, id);
-      kick = schedule_flush_locked();
-    }
+    if (config_.send_cancel && open_) queue_control_locked(protocol::msg_type::cancel, id);
+    // The cancel frame, and parked requests the freed slot may make room for.
+    if ((config_.send_cancel || parked_head_ != nullptr) && open_) kick = schedule_flush_locked();
   }
   call->set_error({rpc_errc::cancelled, "cancelled by the caller"});
   finish_call(call, deferred);  // drops the connection's reference

@@ -3,6 +3,7 @@
 // blocking socket for speaking (broken) protocol at a server by hand.
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -153,6 +154,41 @@ class raw_connection {
  private:
   asio::io_context io_;
   asio::ip::tcp::socket socket_;
+};
+
+// Accepts connections and never reads or writes: to a client, a server that vanished
+// without a FIN or RST (the half-open case).
+class silent_server {
+ public:
+  silent_server() : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this] {
+      for (;;) {
+        asio::ip::tcp::socket s(io_);
+        std::error_code ec;
+        acceptor_.accept(s, ec);
+        if (ec) return;
+        std::lock_guard lk(mutex_);
+        held_.push_back(std::move(s));
+      }
+    });
+  }
+  ~silent_server() {
+    // Wakes the blocking accept (close alone does not), then joins.
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
+    thread_.join();
+    std::error_code ignored;
+    acceptor_.close(ignored);
+  }
+  std::string endpoint() const {
+    return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::mutex mutex_;
+  std::vector<asio::ip::tcp::socket> held_;
+  std::thread thread_;
 };
 
 // Bytes of one frame: a header for `body`, then `body`.

@@ -72,14 +72,16 @@ class [[nodiscard]] async_reply {
   std::weak_ptr<detail::call_canceller> conn_;
 };
 
-// What send_request returns: already queued, so awaiting it never suspends.
+// What send_request returns. Awaiting it suspends only while the client is at its cap
+// (client_config::when_busy == wait) and resumes once the request is queued for writing, or
+// once the call ended without being sent (timeout, close); the async_reply then holds that.
 template <class State>
 class [[nodiscard]] queued_request {
  public:
   queued_request(detail::call_ref<State> s, std::weak_ptr<detail::call_canceller> conn) noexcept
       : s_(std::move(s)), conn_(std::move(conn)) {}
-  bool await_ready() const noexcept { return true; }
-  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  bool await_ready() const noexcept { return s_->admitted(); }
+  bool await_suspend(std::coroutine_handle<> h) noexcept { return s_->wait_admission(h); }
   async_reply<State> await_resume() noexcept {
     return async_reply<State>(std::move(s_), std::move(conn_));
   }

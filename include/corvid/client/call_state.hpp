@@ -29,6 +29,8 @@ struct with_attachment<void> {
 
 namespace detail {
 
+struct parked_request;  // client_connection's: a request waiting for room
+
 class call_base : public pooled {
  public:
   virtual ~call_base() = default;
@@ -53,6 +55,24 @@ class call_base : public pooled {
     return waiter_.compare_exchange_strong(expected, h.address(), std::memory_order_acq_rel);
   }
 
+  // Admission (client_config::when_busy == wait): a call the connection had no room for is
+  // parked until it has; send_request's awaiter suspends until then. A second lock-free
+  // handshake like the one above, on `admit_waiter_`.
+  void mark_parked() noexcept { admit_waiter_.store(nullptr, std::memory_order_relaxed); }
+  bool admitted() const noexcept {
+    return admit_waiter_.load(std::memory_order_acquire) == done_marker();
+  }
+  // Registers the coroutine waiting for admission; false if the call was already admitted.
+  bool wait_admission(std::coroutine_handle<> h) noexcept {
+    void* expected = nullptr;
+    return admit_waiter_.compare_exchange_strong(expected, h.address(), std::memory_order_acq_rel);
+  }
+  // The request was queued for writing, or the call ended while parked: wakes the waiter.
+  void admit() noexcept {
+    void* w = admit_waiter_.exchange(done_marker(), std::memory_order_acq_rel);
+    if (w != nullptr && w != done_marker()) std::coroutine_handle<>::from_address(w).resume();
+  }
+
   void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
@@ -69,10 +89,12 @@ class call_base : public pooled {
   // caller must not resume (and perhaps free it) before the write is done.
   bool pinned = false;
   bool completion_deferred = false;  // a result arrived while pinned
+  parked_request* parked = nullptr;  // waiting for room: its encoded request
 
  private:
   static void* done_marker() noexcept { return reinterpret_cast<void*>(1); }
   std::atomic<void*> waiter_{nullptr};
+  std::atomic<void*> admit_waiter_{done_marker()};  // calls start admitted
   std::atomic<int> refs_{1};
 };
 

@@ -33,10 +33,16 @@ struct client_config {
   // handler still working on it is cancelled.
   bool send_cancel = true;
   // Client-side backpressure (0 = unlimited): calls in flight on this connection (sent or
-  // queued, no reply yet) and request bytes queued but not yet written. A call past either
-  // fails at once with client_busy, before anything is encoded.
+  // queued for writing, no reply yet) and request bytes queued but not yet written (a
+  // request always fits an empty queue, so the queue may pass the cap by one request).
   std::size_t max_pending_calls = 0;
-  std::size_t max_queued_request_bytes = 0;
+  std::size_t max_queued_request_bytes = 64 * 1024 * 1024;
+  // What a call past a cap does: wait (FIFO) until replies or writes make room, its own
+  // deadline still running - send_request's co_await suspends, call's co_await waits
+  // longer - or fail at once with client_busy. Calls that end while waiting (deadline, close)
+  // are marked request_unsent(): the server never saw them.
+  enum class busy_policy { wait, fail };
+  busy_policy when_busy = busy_policy::wait;
 };
 
 }  // namespace corvid

@@ -34,6 +34,9 @@ struct call_options {
 // The type send_request<F> yields, for storing pending replies (e.g. in a vector).
 template <auto F>
 using async_reply_t = async_reply<detail::call_state<detail::client_result_t<F>, false>>;
+// ... and send_request_with<F> (its result carries the reply attachment).
+template <auto F>
+using async_reply_with_t = async_reply<detail::call_state<detail::client_result_t<F>, true>>;
 
 class connect_awaiter {
  public:
@@ -107,7 +110,8 @@ class rpc_client {
   auto call_with(call_options options, Args&&... args) {
     return reply_awaitable(start<F, true>(options, std::forward<Args>(args)...));
   }
-  // Queues the request at once; co_await yields an async_reply to await for the result.
+  // Queues the request; co_await yields an async_reply to await for the result. At a cap
+  // (client_config::max_pending_calls, max_queued_request_bytes) co_await waits for room.
   template <auto F, class... Args>
   auto send_request(Args&&... args) {
     return queued_request(start<F, false>(call_options{}, std::forward<Args>(args)...),

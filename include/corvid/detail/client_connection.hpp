@@ -17,6 +17,7 @@
 
 #include "corvid/client/call_state.hpp"
 #include "corvid/client/client_config.hpp"
+#include "corvid/codec/sink.hpp"
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/protocol/frame_header.hpp"
@@ -28,6 +29,16 @@ class rdma_stream;
 }  // namespace corvid::rdma
 
 namespace corvid::detail {
+
+// A request the connection had no room for (client_config caps, when_busy == wait): encoded
+// apart, header filled in (with its request id) when it is admitted to the send queue.
+struct parked_request {
+  call_base* call = nullptr;
+  protocol::frame_header header;
+  std::string frame;          // header room, body and a copied attachment
+  std::string_view borrowed;  // or the caller's attachment (zero copy)
+  parked_request* next = nullptr;
+};
 
 class client_connection : public std::enable_shared_from_this<client_connection>,
                           public call_canceller {
@@ -56,28 +67,53 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // call_canceller: ends the call with `cancelled` and sends the server a cancel frame.
   void cancel(call_base* call) override;
 
-  // Queues one request; `encode_body(queue)` appends the encoded arguments. Any thread.
-  // Takes over one reference to `call`; the call completes with a reply or an error.
+  // Queues one request; `encode_body(sink)` appends the encoded arguments. Any thread.
+  // Takes over one reference to `call`; the call completes with a reply or an error. At a
+  // cap (client_config) the request is encoded into a parked_request of its own and waits.
   template <class Encode>
   void submit(call_base* call, std::uint32_t function_id, std::string_view attachment,
               std::chrono::milliseconds timeout, Encode&& encode_body) {
     std::unique_lock lk(mutex_);
     if (!open_) {
-      lk.unlock();
-      call->set_error(rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
-      call->complete();
-      call->release();
+      reject(lk, call, rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
       return;
     }
-    if ((config_.max_pending_calls != 0 &&
-         slots_.size() - free_slots_.size() >= config_.max_pending_calls) ||
-        (config_.max_queued_request_bytes != 0 &&
-         out_.size() + attachment.size() >= config_.max_queued_request_bytes)) {
+    if (parked_head_ != nullptr || !has_room_locked(attachment.size())) {  // FIFO: none overtakes
+      if (config_.when_busy == client_config::busy_policy::fail) {
+        reject(lk, call,
+               rpc_error::unsent(rpc_errc::client_busy,
+                                 "client at its limit of calls in flight or queued bytes"));
+        return;
+      }
+      auto p = std::make_unique<parked_request>();
+      std::size_t body = 0;
+      try {
+        p->frame.resize(protocol::header_size);
+        codec::string_sink sink(p->frame);
+        encode_body(sink);
+        body = p->frame.size() - protocol::header_size;
+        if (body + attachment.size() <= config_.max_frame_size) {
+          if (borrows(attachment.size())) {
+            p->borrowed = attachment;
+          } else {
+            p->frame.append(attachment);
+          }
+        }
+      } catch (...) {  // bad_alloc
+        reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
+        return;
+      }
+      if (body + attachment.size() > config_.max_frame_size) {
+        reject(lk, call, too_large(body + attachment.size()));
+        return;
+      }
+      p->header.function_id = function_id;
+      p->header.body_length = static_cast<std::uint32_t>(body);
+      p->header.attachment_length = static_cast<std::uint32_t>(attachment.size());
+      park_locked(call, std::move(p), timeout);
+      const bool rearm = call->timed && deadline_head_ == call;
       lk.unlock();
-      call->set_error(rpc_error::unsent(rpc_errc::client_busy,
-                                        "client at its limit of calls in flight or queued bytes"));
-      call->complete();
-      call->release();
+      after_submit(false, rearm);
       return;
     }
     const std::size_t mark = out_.mark();
@@ -86,49 +122,59 @@ class client_connection : public std::enable_shared_from_this<client_connection>
       encode_body(out_);
     } catch (...) {  // bad_alloc
       out_.rollback(mark);
-      lk.unlock();
-      call->fail(rpc_errc::message_too_large, "out of memory encoding request");
-      call->release();
+      reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
       return;
     }
     const std::size_t body = out_.mark() - mark - protocol::header_size;
     if (body + attachment.size() > config_.max_frame_size) {
       out_.rollback(mark);
-      lk.unlock();
-      call->fail(rpc_errc::message_too_large,
-                 "request of " + std::to_string(body + attachment.size()) +
-                     " bytes exceeds max_frame_size " + std::to_string(config_.max_frame_size));
-      call->release();
+      reject(lk, call, too_large(body + attachment.size()));
       return;
     }
-    if (attachment.size() >= config_.zero_copy_threshold && config_.zero_copy_threshold > 0 &&
-        config_.coalesce_writes) {
-      out_.append_borrowed(attachment);
-      call->pinned = true;
-      call->add_ref();  // the pin's own reference, dropped when the write is done
-      pinned_out_.push_back(call);
+    if (borrows(attachment.size())) {
+      append_borrowed_locked(call, attachment);
     } else {
       out_.append(attachment);
     }
     register_call(call, timeout);
     protocol::frame_header h;
-    h.type = protocol::msg_type::request;
     h.request_id = call->id;
     h.function_id = function_id;
     h.body_length = static_cast<std::uint32_t>(body);
     h.attachment_length = static_cast<std::uint32_t>(attachment.size());
     // The deadline travels with the request, so the server can skip work nobody awaits.
-    h.timeout_ms = static_cast<std::uint32_t>(std::min<std::chrono::milliseconds::rep>(
-        std::max<std::chrono::milliseconds::rep>(timeout.count(), 0), UINT32_MAX));
+    h.timeout_ms = wire_timeout(timeout);
     protocol::encode_header(h, out_.at(mark));  // after encoding: the buffer may have moved
     out_.count_frame();
     const bool kick = schedule_flush_locked();
+    const bool rearm = call->timed && deadline_head_ == call;
     lk.unlock();
-    if (kick) kick_flush();
+    after_submit(kick, rearm);
   }
 
  private:
+  // Unlocks `lk` and ends `call` with `e` (dropping the connection's reference).
+  static void reject(std::unique_lock<std::mutex>& lk, call_base* call, rpc_error e) noexcept;
+  rpc_error too_large(std::size_t bytes) const;
+  static std::uint32_t wire_timeout(std::chrono::milliseconds timeout) noexcept;
+  // Attachments this large are written from the caller's memory (zero_copy_threshold).
+  bool borrows(std::size_t attachment) const noexcept {
+    return config_.zero_copy_threshold > 0 && attachment >= config_.zero_copy_threshold &&
+           config_.coalesce_writes;
+  }
+  void append_borrowed_locked(call_base* call, std::string_view attachment);
+  // Under the caps? A request always fits an empty queue: a cap below one request's size
+  // must not refuse it forever.
+  bool has_room_locked(std::size_t bytes) const noexcept;
+  void park_locked(call_base* call, std::unique_ptr<parked_request> p,
+                   std::chrono::milliseconds timeout);
+  // Moves parked requests that now fit into out_, first come first served; their callers
+  // go to `admitted`, to be resumed (call_base::admit) once the lock is released.
+  void admit_parked_locked(std::vector<call_base*>& admitted);
+  parked_request* unpark_locked(call_base* call);
   void register_call(call_base* call, std::chrono::milliseconds timeout);  // under mutex_
+  void assign_slot(call_base* call);                                       // under mutex_
+  void add_deadline(call_base* call, std::chrono::milliseconds timeout);   // under mutex_
   call_base* take_call(std::uint64_t id);                                  // under mutex_
   void unlink_deadline(call_base* call);                                   // under mutex_
   bool schedule_flush_locked();
@@ -136,12 +182,16 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Appends a cancel/ping/pong frame to out_ (not counted as an RPC frame).
   void queue_control_locked(protocol::msg_type type, std::uint64_t id);
   void kick_flush();
+  // After queueing or parking: flush, or (a write in flight) at least arm the timer for a
+  // call whose deadline is now the earliest.
+  void after_submit(bool kick, bool rearm);
   std::string closed_reason_or_default() const;
 
   void start_reading(std::uint64_t epoch);
   void on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
   bool process_frames();
   void flush();
+  void start_write();  // sending_ holds the batch
   void on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
   void on_connected(std::uint64_t epoch);
   // TCP is up: exchange queue-pair addresses on it, then on_connected over RDMA.
@@ -202,6 +252,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   std::uint64_t written_seq_ = 0;       // calls up to this seq were handed to a write
   call_base* deadline_head_ = nullptr;  // sorted by deadline, earliest first
   call_base* deadline_tail_ = nullptr;
+  parked_request* parked_head_ = nullptr;  // waiting for room, oldest first
+  parked_request* parked_tail_ = nullptr;
 };
 
 }  // namespace corvid::detail

@@ -19,6 +19,8 @@ struct transport_stats {
   std::uint64_t calls_cancelled = 0;
   std::uint64_t pings_sent = 0;        // heartbeats sent
   std::uint64_t dead_peer_closes = 0;  // connections closed by the heartbeat timeout
+  // Client: calls that waited for room at a cap (max_pending_calls, max_queued_request_bytes).
+  std::uint64_t calls_waited = 0;
 
   // RDMA connections (init_ibv); zero on TCP. There, write_syscalls counts SENDs posted,
   // so frames_per_write() is frames per SEND (small frames merged while the window is full).
@@ -47,6 +49,7 @@ struct stats_counters {
   std::atomic<std::uint64_t> frames_sent{0}, write_syscalls{0}, bytes_sent{0};
   std::atomic<std::uint64_t> frames_received{0}, read_syscalls{0}, bytes_received{0};
   std::atomic<std::uint64_t> calls_cancelled{0}, pings_sent{0}, dead_peer_closes{0};
+  std::atomic<std::uint64_t> calls_waited{0};
   std::atomic<std::uint64_t> rdma_sends{0}, rdma_inline_sends{0}, rdma_receives{0};
   std::atomic<std::uint64_t> rdma_errors{0}, rdma_rnr_errors{0};
 
@@ -66,6 +69,7 @@ struct stats_counters {
   void on_cancelled() noexcept { add(calls_cancelled, 1); }
   void on_ping() noexcept { add(pings_sent, 1); }
   void on_dead_peer() noexcept { add(dead_peer_closes, 1); }
+  void on_waited() noexcept { add(calls_waited, 1); }
   void on_rdma_send(bool inlined) noexcept {
     add(rdma_sends, 1);
     if (inlined) add(rdma_inline_sends, 1);
@@ -79,11 +83,11 @@ struct stats_counters {
     auto get = [](const std::atomic<std::uint64_t>& c) {
       return c.load(std::memory_order_relaxed);
     };
-    return {get(frames_sent),     get(write_syscalls),    get(bytes_sent),
-            get(frames_received), get(read_syscalls),     get(bytes_received),
-            get(calls_cancelled), get(pings_sent),        get(dead_peer_closes),
-            get(rdma_sends),      get(rdma_inline_sends), get(rdma_receives),
-            get(rdma_errors),     get(rdma_rnr_errors)};
+    return {get(frames_sent),     get(write_syscalls), get(bytes_sent),
+            get(frames_received), get(read_syscalls),  get(bytes_received),
+            get(calls_cancelled), get(pings_sent),     get(dead_peer_closes),
+            get(calls_waited),    get(rdma_sends),     get(rdma_inline_sends),
+            get(rdma_receives),   get(rdma_errors),    get(rdma_rnr_errors)};
   }
 };
 
