@@ -38,7 +38,13 @@ class server_memory {
   // Runs `resume` (on the thread that frees memory: it should post to its reactor) once
   // memory is released. Checks `enough` after registering, so a release between the failed
   // reservation and this call is never missed.
-  void wait(std::function<void()> resume, const std::function<bool()>& enough);
+  // `for_read`: the waiter needs read-buffer memory, so idle connections holding more
+  // than they need are asked to give it back (see add_holder).
+  void wait(std::function<void()> resume, const std::function<bool()>& enough, bool for_read);
+  // A connection whose read buffer stays grown while it is idle registers a `reclaim` (it
+  // should post to its reactor), run once when someone waits for read memory: an idle
+  // connection would otherwise keep that memory until its next read, however long.
+  void add_holder(std::function<void()> reclaim);
   // After releasing memory: resumes every waiter (each retries; those still refused wait
   // again). One fence and one load when nobody waits.
   void notify();
@@ -48,6 +54,7 @@ class server_memory {
   std::atomic<std::size_t> waiters_{0};
   std::mutex mutex_;
   std::vector<std::function<void()>> resume_;
+  std::vector<std::function<void()>> holders_;
 };
 
 // One connection's leaves and the charges it holds. Reactor thread only.
@@ -75,6 +82,15 @@ class connection_memory {
   // Queued replies: charge what is queued now (already allocated, so past limits if need be).
   void settle_replies(std::size_t bytes) noexcept;
   bool replies_full() const noexcept { return replies_charged_ >= server_.max_queued_reply_bytes; }
+
+  // Whether a refused reservation could ever succeed: one larger than its tracker's limit
+  // would wait forever, so the caller answers message_too_large instead of waiting.
+  bool read_could_fit(std::size_t capacity) const noexcept {
+    return capacity <= server_.read_buffers.limit();
+  }
+  bool call_could_fit(std::size_t bytes) const noexcept {
+    return bytes <= server_.in_flight.limit();
+  }
 
   // Room a reservation could still get (for deciding whether a waiter may retry).
   std::size_t read_available() const noexcept { return read_.available(); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <asio/bind_cancellation_slot.hpp>
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 
@@ -84,6 +85,12 @@ void server_connection::arm_timer() {
 void server_connection::on_timer() {
   const server_config& c = core_.config;
   const time_point now = std::chrono::steady_clock::now();
+  if (waiting_memory_) {
+    // Paused by this server's memory limit: what the peer sends waits in the kernel, so a
+    // frame not progressing and a peer not heard are our doing. The clocks restart.
+    if (frame_started_ != time_point{}) frame_started_ = now;
+    last_heard_ = now;
+  }
   if (c.frame_read_timeout.count() > 0 && frame_started_ != time_point{} &&
       now >= frame_started_ + c.frame_read_timeout) {
     close();  // a peer dribbling a frame (slowloris) may not read an error reply either
@@ -136,12 +143,22 @@ void server_connection::read_more() {
     rdma_->async_read_some(read_buf_.tail(), read_buf_.tail_room(), std::move(done));
     return;
   }
-  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()), std::move(done));
+  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
+                          asio::bind_cancellation_slot(read_cancel_.slot(), std::move(done)));
 }
 
 void server_connection::on_read(const std::error_code& ec, std::size_t n) {
   reading_ = false;
+  // asio leaves a completed op's cancellation handler in the slot; a later emit must not
+  // reach it.
+  if (!rdma_) read_cancel_.slot().clear();
+  const bool reclaimed = std::exchange(reclaim_pending_, false);
   if (closed_) return;
+  if (reclaimed && ec == asio::error::operation_aborted) {  // nothing was read
+    shrink_idle_read_buffer();
+    read_more();
+    return;
+  }
   if (ec) {
     // EOF: the peer will send nothing more but may still await replies (half-close).
     stop_reading_ = true;
@@ -168,6 +185,29 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
   close_if_done();
 }
 
+void server_connection::reclaim_read_buffer() {
+  holding_ = false;
+  // Mid-frame the buffer is in use; its batch end shrinks it while anyone waits.
+  if (closed_ || rdma_ || !read_buf_.empty() || skip_ != 0 ||
+      read_buf_.capacity() <= core_.config.read_buffer_size) {
+    return;
+  }
+  if (reading_) {
+    // Cancelling a read that has not run leaves the bytes in the kernel; if it already
+    // completed, this does nothing and the batch end shrinks the buffer instead.
+    reclaim_pending_ = true;
+    read_cancel_.emit(asio::cancellation_type::total);
+    return;
+  }
+  shrink_idle_read_buffer();
+}
+
+void server_connection::shrink_idle_read_buffer() {
+  read_buf_.shrink_to(core_.config.read_buffer_size);
+  read_room_ = std::min(read_room_, core_.config.read_buffer_size);  // regrow only by use
+  mem_.settle_read(read_buf_.capacity());  // releases, and wakes the waiters
+}
+
 void server_connection::wait_for_memory(bool for_read, std::size_t need) {
   waiting_memory_ = true;
   std::weak_ptr<server_connection> weak =
@@ -178,7 +218,8 @@ void server_connection::wait_for_memory(bool for_read, std::size_t need) {
       },
       [this, for_read, need] {
         return (for_read ? mem_.read_available() : mem_.call_available()) >= need;
-      });
+      },
+      for_read);
 }
 
 void server_connection::resume_after_memory() {
@@ -201,7 +242,12 @@ bool server_connection::process_frames() {
   std::uint64_t frames = 0;
   std::size_t largest = 0;
   bool requests = false;
-  while (read_buf_.size() >= protocol::header_size) {
+  if (skip_ != 0) {  // the rest of a refused frame
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(skip_, read_buf_.size()));
+    read_buf_.consume(n);
+    skip_ -= n;
+  }
+  while (skip_ == 0 && read_buf_.size() >= protocol::header_size) {
     protocol::frame_header h;
     auto herr = protocol::decode_header(read_buf_.data(), h, core_.config.max_frame_size);
     if (herr == protocol::header_errc::too_large) {
@@ -223,6 +269,18 @@ bool server_connection::process_frames() {
       // The memory is reserved before it is allocated; without it the connection waits.
       if (h.frame_size() > read_buf_.capacity()) {
         if (!mem_.reserve_read(h.frame_size())) {
+          if (!mem_.read_could_fit(h.frame_size())) {
+            // Waiting would never end. The frame is within max_frame_size, so the client
+            // sends it whole: answer, and discard its bytes as they come.
+            reply_error(h.request_id, rpc_errc::message_too_large,
+                        "frame of " + std::to_string(h.frame_size()) +
+                            " bytes exceeds the server's read-buffer memory (" +
+                            std::to_string(core_.memory.read_buffers.limit()) + " bytes)");
+            skip_ = h.frame_size() - read_buf_.size();
+            read_buf_.consume(read_buf_.size());
+            ++frames;
+            break;
+          }
           wait_for_memory(true, h.frame_size() - read_buf_.capacity());
           break;
         }
@@ -241,6 +299,11 @@ bool server_connection::process_frames() {
       if (mem_.admit(h.payload_size())) {
         dispatch(h, read_buf_.data() + protocol::header_size);
         mem_.return_admitted();  // unless a coroutine call took the bytes
+      } else if (!mem_.call_could_fit(h.payload_size())) {  // waiting would never end
+        reply_error(h.request_id, rpc_errc::message_too_large,
+                    "request of " + std::to_string(h.payload_size()) +
+                        " bytes exceeds the server's memory for running calls (" +
+                        std::to_string(core_.memory.in_flight.limit()) + " bytes)");
       } else if (core_.config.busy_at_memory_limit) {
         reply_error(h.request_id, rpc_errc::server_busy, "server at its memory limit");
       } else {
@@ -260,8 +323,9 @@ bool server_connection::process_frames() {
   if (timer_) {
     const time_point now = std::chrono::steady_clock::now();  // after the handlers ran
     if (requests) last_activity_ = now;
-    if (!read_buf_.empty() && frame_started_ == time_point{}) frame_started_ = now;
-    if (read_buf_.empty()) frame_started_ = {};
+    const bool partial = !read_buf_.empty() || skip_ != 0;  // a frame is still arriving
+    if (partial && frame_started_ == time_point{}) frame_started_ = now;
+    if (!partial) frame_started_ = {};
   }
   core_.stats.on_frames_received(frames);
   // A buffer grown for big frames goes back to the system once a drained batch held none:
@@ -275,6 +339,14 @@ bool server_connection::process_frames() {
   }
   mem_.end_batch();
   mem_.settle_read(read_buf_.capacity());
+  if (!holding_ && !rdma_ && read_buf_.capacity() > core_.config.read_buffer_size) {
+    holding_ = true;  // until reclaimed: then registered again by a later batch
+    std::weak_ptr<server_connection> weak =
+        std::static_pointer_cast<server_connection>(shared_from_this());
+    core_.memory.add_holder([weak] {
+      if (auto c = weak.lock()) asio::post(c->reactor_, [c] { c->reclaim_read_buffer(); });
+    });
+  }
   return ok;
 }
 

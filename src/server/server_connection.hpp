@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include <asio/cancellation_signal.hpp>
 #include <asio/generic/stream_protocol.hpp>
 #include <asio/steady_timer.hpp>
 
@@ -45,6 +46,10 @@ class server_connection final : public reply_channel {
  private:
   void read_more();
   void on_read(const std::error_code& ec, std::size_t n);
+  // Someone waits for read memory: an idle connection's grown buffer shrinks back to
+  // read_buffer_size (a socket read in flight on it is cancelled first, then reissued).
+  void reclaim_read_buffer();
+  void shrink_idle_read_buffer();
   // Dispatches every complete frame in the read buffer; returns false on a protocol error.
   bool process_frames();
   void dispatch(const protocol::frame_header& h, const char* payload);
@@ -83,9 +88,12 @@ class server_connection final : public reply_channel {
   std::string peer_;
   connection_memory mem_;  // before read_buf_: charged for it from the start
   byte_buffer read_buf_;
-  outbound_queue pending_;                             // replies queued while a write is in flight
-  outbound_queue sending_;                             // the write in flight
-  std::size_t read_room_ = 4096;                       // grows while reads fill it
+  outbound_queue pending_;        // replies queued while a write is in flight
+  outbound_queue sending_;        // the write in flight
+  std::size_t read_room_ = 4096;  // grows while reads fill it
+  // Bytes of a refused frame still to be discarded as they arrive (a frame that could never
+  // fit the memory limit: answered message_too_large, then skipped, not stored).
+  std::uint64_t skip_ = 0;
   std::chrono::steady_clock::time_point read_time_{};  // when the current batch arrived
   std::optional<asio::steady_timer> timer_;            // only when a time limit is configured
   using time_point = std::chrono::steady_clock::time_point;
@@ -102,6 +110,9 @@ class server_connection final : public reply_channel {
   bool dispatching_ = false;
   bool writing_ = false;
   bool reading_ = false;
+  bool holding_ = false;          // registered with server_memory::add_holder
+  bool reclaim_pending_ = false;  // the read in flight was cancelled to shrink its buffer
+  asio::cancellation_signal read_cancel_;
   bool waiting_memory_ = false;  // refused by a memory tracker; a release resumes us
   bool waiting_writes_ = false;  // too many replies queued; a write completion resumes us
   bool stop_reading_ = false;    // drain, peer EOF or protocol error: read nothing more

@@ -28,6 +28,11 @@ corvid::task<std::uint64_t> slow_size(std::string_view data) {
   co_await corvid::sleep_for(20ms);
   co_return data.size();
 }
+// Holds its request `ms` milliseconds, then answers its size.
+corvid::task<std::uint64_t> hold(std::string_view data, int ms) {
+  co_await corvid::sleep_for(std::chrono::milliseconds(ms));
+  co_return data.size();
+}
 std::string_view reply_echo(std::string_view s) { return s; }
 int ping(int x) { return x; }
 
@@ -49,7 +54,7 @@ std::size_t vm_rss() {
 class memory_server {
  public:
   explicit memory_server(corvid::server_config cfg) : server_(std::move(cfg)) {
-    server_.register_handler<slow_size, reply_echo, ping>();
+    server_.register_handler<slow_size, hold, reply_echo, ping>();
     if (auto ec = server_.async_start()) throw std::runtime_error(ec.message());
   }
   static corvid::server_config config(std::size_t limit) {
@@ -302,6 +307,78 @@ TEST(server_memory, snapshot_shows_categories_and_connections) {
   EXPECT_GE(reply_peak, 100u * 1024);
   // The server hangs under the process root.
   EXPECT_GE(corvid::memory_tracker::process().current(), u.current);
+}
+
+TEST(server_memory, a_request_that_could_never_fit_is_refused_instead_of_waiting) {
+  // 8 MiB: read buffers get half (4 MiB), running calls 8 - 4 - 1/16 = 3.5 MiB.
+  memory_server srv(memory_server::config(8 * mib));
+  corvid::rpc_client a;
+  ASSERT_FALSE(corvid::sync_wait(connect(a, srv.endpoint())));
+  // 5 MiB passes max_frame_size but no read buffer may ever be that large.
+  auto r = call_now<reply_echo>(a, 10s, std::string(5 * mib, 'n'));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::message_too_large) << r.error().message();
+  // 3.75 MiB can be read, but never admitted as a running call: refused, connection kept.
+  corvid::rpc_client b;
+  ASSERT_FALSE(corvid::sync_wait(connect(b, srv.endpoint())));
+  auto r2 = call_now<reply_echo>(b, 5s, std::string(3 * mib + 768 * 1024, 'n'));
+  ASSERT_FALSE(r2.has_value());
+  EXPECT_EQ(r2.error().code(), corvid::rpc_errc::message_too_large) << r2.error().message();
+  auto p = call_now<ping>(b, 10s, 5);
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  EXPECT_EQ(*p, 5);
+}
+
+TEST(server_memory, an_idle_connection_gives_back_its_grown_read_buffer_when_others_wait) {
+  memory_server srv(memory_server::config(8 * mib));  // read buffers: 4 MiB
+  corvid::rpc_client a, b;
+  ASSERT_FALSE(corvid::sync_wait(connect(a, srv.endpoint())));
+  ASSERT_FALSE(corvid::sync_wait(connect(b, srv.endpoint())));
+  const std::string three(3 * mib, 'g');
+  // a's buffer grows to hold 3 MiB and keeps that size (big frames may keep coming) ...
+  auto ra = call_now<reply_echo>(a, 10s, three);
+  ASSERT_TRUE(ra.has_value()) << ra.error().message();
+  const auto reads = [&] {
+    return srv.server().memory().find("read_buffers")->current;
+  };
+  EXPECT_GE(reads(), 3 * mib);
+  // ... until b needs the memory while a sits idle: a's read in flight is cancelled, its
+  // buffer shrinks, and b's frame is read.
+  // (Within 5 s: a's heartbeat, every 10 s, would also wake it and hide a missing reclaim.)
+  auto rb = call_now<reply_echo>(b, 5s, three);
+  ASSERT_TRUE(rb.has_value()) << rb.error().message();
+  EXPECT_EQ(rb->size(), three.size());
+  // a still works, reading into a buffer regrown by use.
+  auto again = call_now<ping>(a, 10s, 3);
+  ASSERT_TRUE(again.has_value()) << again.error().message();
+  EXPECT_LE(srv.server().memory().peak, 8 * mib);
+}
+
+TEST(server_memory, a_connection_paused_by_the_limit_outlives_the_frame_read_timeout) {
+  auto cfg = memory_server::config(8 * mib);
+  cfg.frame_read_timeout = 300ms;
+  memory_server srv(cfg);
+  corvid::rpc_client a, b;
+  ASSERT_FALSE(corvid::sync_wait(connect(a, srv.endpoint())));
+  ASSERT_FALSE(corvid::sync_wait(connect(b, srv.endpoint())));
+  const std::string three(3 * mib, 't');
+  auto first = corvid::sync_wait([&]() -> corvid::task<corvid::async_reply_t<hold>> {
+    co_return co_await a.send_request<hold>(three, 1500);
+  }());
+  ASSERT_TRUE(
+      eventually([&] { return srv.server().memory().find("in_flight")->current >= 3 * mib; }));
+  // b's request cannot run until a's ends: b's connection pauses 1.5 s, five times its frame
+  // read timeout, and must not be taken for a peer dribbling a frame.
+  const auto start = std::chrono::steady_clock::now();
+  auto r = call_now<hold>(b, 20s, three, 0);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(*r, three.size());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1s) << "b did not wait: the test is void";
+  auto ra =
+      corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::uint64_t, corvid::rpc_error>> {
+        co_return co_await std::move(first);
+      }());
+  EXPECT_TRUE(ra.has_value());
 }
 
 TEST(server_memory, busy_mode_answers_server_busy_instead_of_waiting) {
