@@ -32,6 +32,7 @@ harness_config base_config(const options& o) {
   hc.rdma = rdma_config(o);
   hc.connect = o.connect;
   hc.pin = o.pin;
+  hc.client_queue = o.client_queue;
   return hc;
 }
 

@@ -76,6 +76,7 @@ harness::harness(const harness_config& cfg) {
     pc.max_connections = static_cast<std::size_t>(cfg.pool);
     pc.client.pool = client_pool_.get();
     pc.client.request_timeout = std::chrono::milliseconds(60000);
+    pc.client.max_queued_request_bytes = cfg.client_queue;
     pool_ = client_pool::create(endpoint_, pc);
     return;
   }
@@ -84,6 +85,7 @@ harness::harness(const harness_config& cfg) {
     cc.pool = client_pool_.get();
     cc.coalesce_writes = cfg.client_coalesce;
     cc.request_timeout = std::chrono::milliseconds(60000);
+    cc.max_queued_request_bytes = cfg.client_queue;
     auto c = std::make_unique<rpc_client>(cc);
     if (cfg.transport == "rdma") {
       if (auto ec = c->init_ibv(cfg.rdma)) throw std::runtime_error("init_ibv: " + ec.message());

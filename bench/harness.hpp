@@ -18,6 +18,7 @@ struct harness_config {
   int connections = 1;
   int pool = 0;  // > 0: a client_pool of up to this many connections instead of `connections`
   bool pin = true;
+  std::size_t client_queue = client_config{}.max_queued_request_bytes;
   bool server_coalesce = true;
   bool client_coalesce = true;
 };

@@ -54,6 +54,7 @@ int run_grid(const options& o) {
   hc.connections = o.connections;
   hc.pool = o.pool;
   hc.pin = o.pin;
+  hc.client_queue = o.client_queue;
   harness h(hc);
   print_machine(o);
   std::vector<cell_result> cells;

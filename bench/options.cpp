@@ -33,6 +33,7 @@ options:
   --connections N          client connections (default 1: one multiplexed connection)
   --pool N                 send calls through a client_pool of up to N connections
   --no-pin                 do not pin server/client reactors to separate cores
+  --client-queue BYTES     clients' max_queued_request_bytes (default 64M; 0 = unlimited)
   --calls N                calls per mode in `pipeline` (default 20000)
   --csv FILE --json FILE --plot FILE.png
 )";
@@ -115,6 +116,8 @@ options parse_options(int argc, char** argv) {
       o.connections = std::atoi(value("--connections").c_str());
     } else if (a == "--pool") {
       o.pool = std::atoi(value("--pool").c_str());
+    } else if (a == "--client-queue") {
+      o.client_queue = parse_size(value("--client-queue"));
     } else if (a == "--no-pin") {
       o.pin = false;
     } else if (a == "--calls") {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <corvid/client/client_config.hpp>
 #include <corvid/rdma/ibv_config.hpp>
 
 namespace corvid::bench {
@@ -25,6 +26,8 @@ struct options {
   int connections = 1;  // client connections the calls are spread over
   int pool = 0;         // > 0: calls go through a client_pool of up to this many connections
   bool pin = true;      // pin server and client reactors to different cores
+  // client_config::max_queued_request_bytes of the bench's clients (0 = unlimited).
+  std::size_t client_queue = client_config{}.max_queued_request_bytes;
   std::string csv, json, plot;
   int calls = 20000;  // pipeline experiment
 };

@@ -224,6 +224,59 @@ TEST(client_memory, queued_bytes_cap_holds_requests_while_a_write_is_stuck) {
   }
 }
 
+TEST(client_memory, a_pipelining_caller_is_held_at_the_byte_cap_by_a_stalled_server) {
+  stalling_peer peer(64 * 1024);
+  auto cfg = capped(0, 4 * 1024 * 1024, busy_policy::wait);
+  cfg.request_timeout = 0ms;
+  cfg.heartbeat_interval = cfg.heartbeat_timeout = 0ms;
+  corvid::rpc_client client(cfg);
+  ASSERT_FALSE(corvid::sync_wait(connect(client, peer.endpoint())));
+  // 2000 requests of 32 KiB (copied into the queue: below zero_copy_threshold), 62.5 MiB in
+  // all, sent without awaiting a reply: one caller with no limit but the client's.
+  constexpr int total = 2000;
+  const std::string payload(32 * 1024, 'p');
+  std::atomic<int> sent{0};
+  const std::size_t rss_before = rss_bytes();
+  std::thread caller([&] {
+    corvid::sync_wait([&]() -> corvid::task<void> {
+      std::vector<corvid::async_reply_t<echo>> replies;
+      for (int i = 0; i < total; ++i) {
+        replies.push_back(co_await client.send_request<echo>(payload));
+        ++sent;
+      }
+    }());
+  });
+  // Whatever happens below, the caller must be let go before the test ends.
+  struct release_caller {
+    stalling_peer& peer;
+    std::thread& t;
+    ~release_caller() {
+      peer.resume();
+      if (t.joinable()) t.join();
+    }
+  } release{peer, caller};
+  // The caller stops: the kernel's buffers are full and the queue is at its cap.
+  int held_at = -1;
+  for (int last = -2; held_at != last;) {
+    last = held_at;
+    std::this_thread::sleep_for(300ms);
+    held_at = sent.load();
+  }
+  const std::size_t rss_held = rss_bytes();
+  std::printf(
+      "stalled server: caller held after %d of %d requests (%d KiB), %llu waits, "
+      "RSS +%zu KiB\n",
+      held_at, total, held_at * 32, static_cast<unsigned long long>(client.stats().calls_waited),
+      (rss_held - std::min(rss_held, rss_before)) / 1024);
+  // What the kernel took before the peer stalled, plus the 4 MiB queue: far from 2000.
+  EXPECT_LT(held_at, total / 2);
+  EXPECT_GE(client.stats().calls_waited, 1u);
+  peer.resume();  // the peer reads again: the caller runs to the end
+  EXPECT_TRUE(eventually([&] { return sent.load() == total; }, 30s));
+  caller.join();
+  client.close();
+}
+
 TEST(client_memory, a_request_bigger_than_the_bytes_cap_still_goes_out_alone) {
   test_server srv;
   corvid::rpc_client client(capped(0, 1024, busy_policy::fail));
