@@ -26,21 +26,26 @@ server_memory::server_memory(const server_config& config)
       in_flight("in_flight", in_flight_limit(server.limit(), read_buffers.limit()), &server),
       max_queued_reply_bytes(config.max_queued_reply_bytes) {}
 
-void server_memory::add_holder(std::function<void()> reclaim) {
+void server_memory::add_holder(const void* key, std::function<void()> reclaim) {
   std::lock_guard lk(mutex_);
-  holders_.push_back(std::move(reclaim));
+  holders_.emplace(key, std::move(reclaim));
+}
+
+void server_memory::remove_holder(const void* key) {
+  std::lock_guard lk(mutex_);
+  holders_.erase(key);
 }
 
 void server_memory::wait(std::function<void()> resume, const std::function<bool()>& enough,
                          bool for_read) {
-  std::vector<std::function<void()>> reclaim;
+  std::unordered_map<const void*, std::function<void()>> reclaim;
   {
     std::lock_guard lk(mutex_);
     resume_.push_back(std::move(resume));
     waiters_.fetch_add(1, std::memory_order_relaxed);
     if (for_read) reclaim.swap(holders_);
   }
-  for (auto& r : reclaim) r();  // their releases notify us
+  for (auto& [key, r] : reclaim) r();  // their releases notify us
   // Pairs with the fence in notify(): either that notify sees the waiter, or this check sees
   // the memory it released.
   std::atomic_thread_fence(std::memory_order_seq_cst);

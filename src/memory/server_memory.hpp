@@ -18,6 +18,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "corvid/memory/memory_tracker.hpp"
@@ -43,8 +44,11 @@ class server_memory {
   void wait(std::function<void()> resume, const std::function<bool()>& enough, bool for_read);
   // A connection whose read buffer stays grown while it is idle registers a `reclaim` (it
   // should post to its reactor), run once when someone waits for read memory: an idle
-  // connection would otherwise keep that memory until its next read, however long.
-  void add_holder(std::function<void()> reclaim);
+  // connection would otherwise keep that memory until its next read, however long. A
+  // connection that closes first removes itself (its callback's weak_ptr would otherwise
+  // keep the connection's storage allocated).
+  void add_holder(const void* key, std::function<void()> reclaim);
+  void remove_holder(const void* key);
   // After releasing memory: resumes every waiter (each retries; those still refused wait
   // again). One fence and one load when nobody waits.
   void notify();
@@ -54,7 +58,7 @@ class server_memory {
   std::atomic<std::size_t> waiters_{0};
   std::mutex mutex_;
   std::vector<std::function<void()>> resume_;
-  std::vector<std::function<void()>> holders_;
+  std::unordered_map<const void*, std::function<void()>> holders_;
 };
 
 // One connection's leaves and the charges it holds. Reactor thread only.

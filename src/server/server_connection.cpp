@@ -343,7 +343,7 @@ bool server_connection::process_frames() {
     holding_ = true;  // until reclaimed: then registered again by a later batch
     std::weak_ptr<server_connection> weak =
         std::static_pointer_cast<server_connection>(shared_from_this());
-    core_.memory.add_holder([weak] {
+    core_.memory.add_holder(this, [weak] {
       if (auto c = weak.lock()) asio::post(c->reactor_, [c] { c->reclaim_read_buffer(); });
     });
   }
@@ -613,6 +613,7 @@ void server_connection::force_close() { close(); }
 void server_connection::close() {
   if (closed_) return;
   closed_ = true;
+  if (holding_) core_.memory.remove_holder(this);
   if (timer_) timer_->cancel();
   if (!rdma_) {
     // The buffer goes back to this reactor's pool: no read lands in it any more (a socket
