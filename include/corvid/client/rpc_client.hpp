@@ -80,7 +80,8 @@ class rpc_client {
   rpc_error init_ibv(ibv_config config = {});
   void close();
   bool is_connected() const { return conn_->is_open(); }
-  // Calls queued or sent on this connection that have not ended yet.
+  // Calls queued or sent on this connection that have not ended yet (what max_pending_calls
+  // caps; calls still waiting for room are not among them).
   std::size_t pending_calls() const { return conn_->pending_calls(); }
   // Frames, syscalls and bytes on this client's connection (across reconnects).
   transport_stats stats() const noexcept { return conn_->stats(); }
