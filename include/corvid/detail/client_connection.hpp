@@ -85,9 +85,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
                                  "client at its limit of calls in flight or queued bytes"));
         return;
       }
-      auto p = std::make_unique<parked_request>();
+      std::unique_ptr<parked_request> p;
       std::size_t body = 0;
       try {
+        p = std::make_unique<parked_request>();
         p->frame.resize(protocol::header_size);
         codec::string_sink sink(p->frame);
         encode_body(sink);
