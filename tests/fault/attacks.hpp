@@ -31,8 +31,13 @@ using steady = std::chrono::steady_clock;
 // A connected TCP socket to 127.0.0.1:port (-1 on failure), closed by the destructor.
 class raw_socket {
  public:
-  explicit raw_socket(std::uint16_t port) {
+  // `send_buffer` > 0 shrinks the kernel's send buffer (before connecting, so the window is
+  // sized to it): sends then progress only as fast as the server reads.
+  explicit raw_socket(std::uint16_t port, int send_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ >= 0 && send_buffer > 0) {
+      ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -54,6 +59,20 @@ class raw_socket {
   bool send(std::string_view bytes) {
     while (!bytes.empty()) {
       const auto n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  // Like send(), but gives up (false) once `stop` is set: a send blocked on a server that
+  // reads slowly must not keep the attacker's thread from being joined.
+  bool send_until(std::string_view bytes, const std::atomic<bool>& stop) {
+    while (!bytes.empty()) {
+      if (stop.load()) return false;
+      pollfd p{fd_, POLLOUT, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      const auto n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
       if (n <= 0) return false;
       bytes.remove_prefix(static_cast<std::size_t>(n));
     }
@@ -180,15 +199,21 @@ inline void churn(attack_context& a, std::minstd_rand::result_type seed) {
 }
 
 // Large transfers cut off: a 1 MiB echo request sent in part (or whole, then the connection is
-// dropped before the 1 MiB reply is read), then FIN or RST.
-inline void large_disconnects(attack_context& a, std::minstd_rand::result_type seed) {
+// dropped before the 1 MiB reply is read), then FIN or RST. The socket's send buffer is small,
+// so the attacker pushes only as fast as the server reads: the cut lands while the server is
+// mid-frame (with the kernel's default buffers a whole 1 MiB request sat in loopback buffers
+// before the server even accepted the connection), and the attack paces itself to the server
+// instead of piling up connections that a slow (sanitizer) build cannot drain in time. Stops
+// after `max_actions` connections, or at `stop`.
+inline void large_disconnects(attack_context& a, std::minstd_rand::result_type seed,
+                              std::uint64_t max_actions = UINT64_MAX) {
   std::minstd_rand rng(seed);
   const std::string req = string_request(9, a.echo_id, std::string(1 << 20, 'x'));
-  while (!a.stop.load()) {
-    raw_socket s(a.port);
+  for (std::uint64_t done = 0; done < max_actions && !a.stop.load(); ++done) {
+    raw_socket s(a.port, 64 << 10);
     if (!s.ok()) continue;
     const std::size_t cut = rng() % 3 == 0 ? req.size() : rng() % req.size();
-    s.send(std::string_view(req).substr(0, cut));
+    s.send_until(std::string_view(req).substr(0, cut), a.stop);
     if (rng() % 2) s.reset();
     ++a.actions;
   }

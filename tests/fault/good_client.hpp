@@ -19,9 +19,11 @@ namespace corvid_attack {
 template <auto Echo>
 class good_client {
  public:
+  // Each call's deadline is `deadline`: past it, the call counts as a failure.
   explicit good_client(std::string endpoint, std::size_t payload = 64,
-                       std::chrono::milliseconds pause = std::chrono::milliseconds(0))
-      : payload_(payload, 'g'), pause_(pause) {
+                       std::chrono::milliseconds pause = std::chrono::milliseconds(0),
+                       std::chrono::milliseconds deadline = std::chrono::seconds(2))
+      : payload_(payload, 'g'), pause_(pause), deadline_(deadline) {
     thread_ = std::thread([this, ep = std::move(endpoint)] { run(ep); });
   }
   ~good_client() { stop(); }
@@ -78,7 +80,7 @@ class good_client {
     co_return co_await c.connect(ep);
   }
   corvid::task<corvid::expected<std::string, corvid::rpc_error>> call(corvid::rpc_client& c) {
-    co_return co_await c.call_for<Echo>(std::chrono::seconds(2), std::string_view(payload_));
+    co_return co_await c.call_for<Echo>(deadline_, std::string_view(payload_));
   }
   void fail(std::string what) {
     ++failed_;
@@ -88,6 +90,7 @@ class good_client {
 
   const std::string payload_;
   const std::chrono::milliseconds pause_;
+  const std::chrono::milliseconds deadline_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> ok_{0}, failed_{0};
   mutable std::mutex mutex_;
