@@ -28,7 +28,7 @@ bool load_balancer::remove_endpoint(const std::string& address) {
   return std::erase_if(nodes_, [&](const auto& n) { return n->endpoint.address == address; }) > 0;
 }
 
-expected<std::shared_ptr<load_balancer::node>, rpc_error> load_balancer::pick() {
+expected<load_balancer::picked, rpc_error> load_balancer::pick() {
   std::lock_guard lk(mutex_);
   if (nodes_.empty()) return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoints"));
   const auto now = steady::now();
@@ -37,17 +37,17 @@ expected<std::shared_ptr<load_balancer::node>, rpc_error> load_balancer::pick() 
   for (auto& n : nodes_) {
     if (n->ejected_until <= now && !n->probing) healthy.push_back(n.get());
   }
-  auto shared = [&](node* raw) {
+  auto shared = [&](node* raw, bool probe) {
     for (auto& n : nodes_) {
-      if (n.get() == raw) return n;
+      if (n.get() == raw) return picked{n, probe};
     }
-    return std::shared_ptr<node>();
+    return picked{};
   };
   // An ejected endpoint whose back-off has passed gets exactly one probe call.
   for (auto* n : healthy) {
     if (n->ejections > 0) {
       n->probing = true;
-      return shared(n);
+      return shared(n, true);
     }
   }
   if (healthy.empty()) {
@@ -84,24 +84,38 @@ expected<std::shared_ptr<load_balancer::node>, rpc_error> load_balancer::pick() 
       break;
     }
   }
-  return shared(chosen);
+  return shared(chosen, false);
 }
 
-void load_balancer::report(node& n, rpc_errc result) {
+void load_balancer::report(node& n, bool probe, rpc_errc result) {
   n.calls.fetch_add(1, std::memory_order_relaxed);
   // Only failures to reach the endpoint count against it; a handler error is an answer.
   const bool unreachable =
       result == rpc_errc::connect_failed || result == rpc_errc::connection_closed;
+  const bool timed_out = result == rpc_errc::timeout;
+  const auto now = steady::now();
   std::lock_guard lk(mutex_);
-  n.probing = false;
-  if (!unreachable) {
-    n.ejections = 0;  // a successful probe restores the endpoint
+  if (probe) n.probing = false;
+  if (!unreachable && !timed_out) {
+    n.timeouts_in_a_row = 0;
+    // A success restores the endpoint: a probe's, or one that was in flight when it was
+    // ejected (the endpoint answered after all).
+    n.ejections = 0;
+    n.ejected_until = {};
     return;
   }
   n.failures.fetch_add(1, std::memory_order_relaxed);
+  if (timed_out &&
+      (config_.eject_after_timeouts == 0 || ++n.timeouts_in_a_row < config_.eject_after_timeouts)) {
+    return;
+  }
+  // Calls in flight when the endpoint failed all fail together; while it is ejected they
+  // belong to the same episode and must not stretch the back-off. A failed probe does.
+  if (!probe && n.ejected_until > now) return;
+  n.timeouts_in_a_row = 0;
   ++n.ejections;
   const auto shift = std::min(n.ejections - 1, 16u);
-  n.ejected_until = steady::now() + std::min(config_.eject_base * (1 << shift), config_.eject_max);
+  n.ejected_until = now + std::min(config_.eject_base * (1 << shift), config_.eject_max);
 }
 
 std::vector<lb_endpoint_stats> load_balancer::stats() const {

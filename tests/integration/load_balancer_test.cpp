@@ -1,4 +1,5 @@
-// load_balancer: policies, ejection of a dead endpoint and its return, endpoint removal.
+// load_balancer: policies, ejection of a dead endpoint and its return, ejection of a silent
+// one after timeouts, endpoint removal.
 #include <map>
 #include <thread>
 
@@ -93,6 +94,82 @@ TEST(load_balancer, dead_endpoint_is_ejected_then_restored_when_it_returns) {
     later = spread(*lb, 30);
   }
   EXPECT_GT(later[3], 0) << "the restored endpoint never got calls again";
+}
+
+std::uint64_t calls_routed_to(corvid::load_balancer& lb, const std::string& address) {
+  for (auto& s : lb.stats()) {
+    if (s.address == address) return s.calls;
+  }
+  return 0;
+}
+
+// Many calls in flight on an endpoint that dies fail together: one failure episode, so the
+// endpoint is back after eject_base, not after a back-off doubled once per failed call.
+TEST(load_balancer, calls_failing_together_eject_once) {
+  auto a = server_with_base(1);
+  auto b_cfg = test_server::make_config();
+  b_cfg.stop_timeout = 0ms;  // stop() drops the sleeping calls: they see connection_closed
+  auto b = std::make_unique<test_server>(b_cfg);
+  b->calc().base = 2;
+  const std::uint16_t b_port = b->port();
+  corvid::lb_config cfg;
+  cfg.eject_base = 100ms;
+  cfg.eject_max = 60s;
+  cfg.pool.reconnect_backoff_initial = 10ms;
+  cfg.pool.reconnect_backoff_max = 100ms;
+  auto lb = corvid::load_balancer::create({{a->endpoint()}, {b->endpoint()}}, cfg);
+  std::atomic<int> failed{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 16; ++i) {
+    callers.emplace_back([&] {
+      auto r = corvid::sync_wait(lb->call<sleepy>(1500));
+      if (!r) ++failed;
+    });
+  }
+  // Round robin: half of them sleep on b; then b goes away under them (a's answer later).
+  ASSERT_TRUE(eventually([&] { return b->server().stats().frames_received >= 8; }));
+  b->server().stop();
+  b.reset();
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(failed.load(), 8);
+  // b returns on its port; with one ejection it is probed within ~100 ms and used again.
+  auto revived = server_with_base(2, b_port);
+  const auto b_ep = revived->endpoint();
+  const auto before = calls_routed_to(*lb, b_ep);
+  EXPECT_TRUE(eventually(
+      [&] {
+        (void)corvid::sync_wait(lb->call<&calculator::plus>(0));
+        return calls_routed_to(*lb, b_ep) > before + 2;
+      },
+      5s))
+      << "the endpoint stayed ejected: each failed call doubled its back-off";
+}
+
+// A host that accepts and then answers nothing: its calls time out while the connection stays
+// up; after eject_after_timeouts in a row it is ejected and the rest go elsewhere.
+TEST(load_balancer, silent_endpoint_is_ejected_after_consecutive_timeouts) {
+  auto a = server_with_base(1);
+  silent_server silent;
+  corvid::lb_config cfg;
+  cfg.eject_after_timeouts = 3;
+  cfg.eject_base = 60s;  // no probe during the test
+  auto lb = corvid::load_balancer::create({{a->endpoint()}, {silent.endpoint()}}, cfg);
+  auto seen = corvid::sync_wait([&]() -> corvid::task<std::map<int, int>> {
+    std::map<int, int> out;
+    for (int i = 0; i < 40; ++i) {
+      auto r = co_await lb->call_for<&calculator::plus>(50ms, 0);
+      ++out[r ? *r : -1];
+    }
+    co_return out;
+  }());
+  EXPECT_EQ(calls_routed_to(*lb, silent.endpoint()), 3u);
+  EXPECT_EQ(seen[-1], 3);
+  EXPECT_EQ(seen[1], 37);
+  for (auto& s : lb->stats()) {
+    if (s.address == silent.endpoint()) {
+      EXPECT_TRUE(s.ejected);
+    }
+  }
 }
 
 TEST(load_balancer, removing_an_endpoint_releases_its_connections) {
