@@ -5,11 +5,14 @@
 //   fault_node client <endpoint> <seconds> [--workers N] [--min-size B] [--max-size B]
 //                     [--timeout ms] [--connect-timeout ms] [--churn N]
 // The client drives load_options' load through a client_pool. SIGUSR1 marks "fault injected",
-// SIGUSR2 "path restored". It ends with one line
+// SIGUSR2 "path restored"; each mark is acknowledged on stdout ("marked fault", "marked heal")
+// once recorded, so the driver can wait for it. It ends with one line
 //   result calls=.. ok=.. errors=kind:n,.. crossed=0 corrupt=0 late=0 lost=0 ok_before_fault=..
-//          ok_during_fault=.. ok_after_heal=.. recovery_ms=.. max_call_ms=..
-// and exits 0 only if no call was crossed, corrupted, late or lost, calls succeeded before the
-// fault and, when a heal was marked, again after it.
+//          ok_during_fault=.. ok_after_heal=.. recovery_ms=.. max_call_ms=.. bound_ms=..
+//          fault_ms=.. fault_calls=.. fault_bytes=.. fault_min_ms=.. fault_p50_ms=..
+// (fault_*: the calls wholly between the marks, see load_stats::fault_summary) and exits 0
+// only if no call was crossed, corrupted, late (over bound_ms) or lost, calls succeeded before
+// the fault and, when a heal was marked, again after it.
 #include <csignal>
 #include <cstdlib>
 #include <pthread.h>
@@ -50,11 +53,11 @@ int run_server(const std::string& address, int port) {
   return 0;
 }
 
-void print_result(const load_stats& st) {
+void print_result(const load_options& o, const load_stats& st) {
   std::printf(
       "result calls=%llu ok=%llu errors=%s crossed=%llu corrupt=%llu late=%llu lost=%llu "
       "ok_before_fault=%llu ok_during_fault=%llu ok_after_heal=%llu recovery_ms=%.0f "
-      "max_call_ms=%lld\n",
+      "max_call_ms=%lld bound_ms=%lld%s\n",
       static_cast<unsigned long long>(st.started.load()),
       static_cast<unsigned long long>(st.ok.load()), st.errors_by_kind().c_str(),
       static_cast<unsigned long long>(st.crossed.load()),
@@ -64,7 +67,8 @@ void print_result(const load_stats& st) {
       static_cast<unsigned long long>(st.ok_before_fault.load()),
       static_cast<unsigned long long>(st.ok_during_fault.load()),
       static_cast<unsigned long long>(st.ok_after_heal.load()), st.recovery_ms(),
-      static_cast<long long>(st.max_call_us.load() / 1000));
+      static_cast<long long>(st.max_call_us.load() / 1000),
+      static_cast<long long>(o.bound().count()), st.fault_summary().c_str());
   std::fflush(stdout);
 }
 
@@ -76,8 +80,11 @@ int run_client(load_options o, int seconds) {
     for (int sig = 0; !st.stop.load();) {
       sigwait(&s, &sig);
       if (st.stop.load()) break;  // the wake-up at the end
-      if (sig == SIGUSR1) st.fault_at = ticks_now();
-      if (sig == SIGUSR2) st.heal_at = ticks_now();
+      if (sig == SIGUSR1 || sig == SIGUSR2) {
+        (sig == SIGUSR1 ? st.fault_at : st.heal_at) = ticks_now();
+        std::printf("marked %s\n", sig == SIGUSR1 ? "fault" : "heal");
+        std::fflush(stdout);
+      }
       if (sig == SIGINT || sig == SIGTERM) st.stop = true;
     }
   });
@@ -101,12 +108,12 @@ int run_client(load_options o, int seconds) {
   while (steady::now() < give_up && stuck_calls(slots, 0ms) > 0) std::this_thread::sleep_for(10ms);
   st.lost = stuck_calls(slots, 0ms);
   if (st.lost > 0) {
-    print_result(st);
+    print_result(o, st);
     std::fflush(stderr);
     std::_Exit(1);  // stuck threads cannot be joined
   }
   for (auto& w : workers) w.join();
-  print_result(st);
+  print_result(o, st);
   const bool healed_ok = st.heal_at.load() == 0 || st.ok_after_heal.load() > 0;
   return st.crossed + st.corrupt + st.late == 0 && st.ok_before_fault > 0 && healed_ok ? 0 : 1;
 }

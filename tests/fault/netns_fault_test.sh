@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # One fault test over a real network path: two network namespaces joined by a veth pair, the
 # fault_node server in one, the fault_node client (a client_pool under load, 8 workers) in the
-# other, as separate processes. The client loads the path for 2 s, the fault is injected
-# (SIGUSR1 marks it), held, removed (SIGUSR2 marks the heal), and the load goes on for the
-# recovery window. The client itself checks that every call ended within its bound, none was
-# answered with another call's or damaged bytes, none was lost, and calls succeeded again after
-# the heal; this script checks that the fault had an effect.
+# other, as separate processes. The client loads the path for 2 s, the fault is injected and
+# held, then removed, and the load goes on for the recovery window. SIGUSR1 and SIGUSR2 mark the
+# fault and the heal in the client: around the fault for nftables, the link and the kill (so
+# the recovery time counts from when the path is back), inside it for the toxics (so the calls
+# between the marks are certainly under the toxic). The client itself checks that every call
+# ended within its bound, none was answered with another call's or damaged bytes, none was
+# lost, and calls succeeded again after the heal; this script checks that the fault had an
+# effect: packets dropped, calls failed, or (latency, bandwidth) the calls between the marks
+# were as slow as the toxic makes them.
 #   netns_fault_test.sh <scenario> <fault_node>
 # Scenarios: loss (nftables drops 5 % of packets both ways), link_cut (veth down 2 s),
 # blackhole (nftables drops everything in the server's namespace for 8 s: longer than the
@@ -13,7 +17,8 @@
 # server_kill (SIGKILL mid-load, restart on the same port), latency, bandwidth, reset
 # (toxiproxy toxics: +100±50 ms, 256 KB/s, TCP RST after 200 ms).
 # Exits 77 (ctest: skipped), printing why, where namespaces or the fault's tool are missing.
-# Env: CORVID_TOOLS (where scripts/setup put toxiproxy-server/-cli; PATH is searched too).
+# Env: CORVID_TOOLS (where scripts/setup put toxiproxy-server/-cli; PATH is searched too),
+# CORVID_TEST_SLOWDOWN (scales the client's margin on call durations; load.hpp).
 set -uo pipefail
 scenario=${1:?scenario} node=${2:?fault_node}
 skip() {
@@ -114,11 +119,20 @@ client_pid=$!
 wait_for "$work/client.log" "^running" || exit 1
 sleep 2
 
+# The marks: the client acknowledges each on stdout once recorded, so a mark is in place
+# before the script goes on (a heal mark recorded after the toxic was gone would let fast
+# calls count as calls under the fault).
+marks=0
+mark() {
+  marks=$((marks + 1))
+  kill -"$1" $client_pid
+  wait_for "$work/client.log" "^marked $2" || exit 1
+}
 effect=''
 echo "fault: $scenario for ${hold} s"
-kill -USR1 $client_pid
 case $scenario in
   loss)
+    mark USR1 fault
     ip netns exec "$ns_c" nft -f - <<'EOF'
 table inet corvid_fault {
   chain in { type filter hook input priority 0; policy accept; numgen random mod 100 < 5 counter drop; }
@@ -129,9 +143,11 @@ EOF
     effect=$(ip netns exec "$ns_c" nft list table inet corvid_fault | grep -o 'packets [0-9]*' |
       awk '{n += $2} END {print n + 0}')
     ip netns exec "$ns_c" nft delete table inet corvid_fault
+    mark USR2 heal
     echo "nftables dropped $effect packets"
     ;;
   blackhole)
+    mark USR1 fault
     ip netns exec "$ns_s" nft -f - <<'EOF'
 table inet corvid_fault {
   chain in { type filter hook input priority 0; policy drop; iif lo accept; counter; }
@@ -142,31 +158,42 @@ EOF
     effect=$(ip netns exec "$ns_s" nft list table inet corvid_fault | grep -o 'packets [0-9]*' |
       awk '{n += $2} END {print n + 0}')
     ip netns exec "$ns_s" nft delete table inet corvid_fault
+    mark USR2 heal
     echo "nftables dropped $effect packets"
     ;;
   link_cut)
+    mark USR1 fault
     ip -n "$ns_c" link set vc down
     sleep $hold
     ip -n "$ns_c" link set vc up
+    mark USR2 heal
     ;;
   server_kill)
+    mark USR1 fault
     kill -KILL $server_pid
     wait $server_pid 2>/dev/null
     sleep $hold
     start_server
     wait_for "$work/server.log" "listening on $port" || exit 1
+    mark USR2 heal
     ;;
   latency | bandwidth | reset)
+    # gap_ms: from asking for the toxic to the fault mark, an upper bound on how long the
+    # toxic acted before the mark (the bandwidth check allows for it).
+    t0=$(date +%s%3N)
     case $scenario in
       latency) toxi toxic add -t latency -a latency=100 -a jitter=50 -n fault corvid ;;
       bandwidth) toxi toxic add -t bandwidth -a rate=256 -n fault corvid ;;
       reset) toxi toxic add -t reset_peer -a timeout=200 -n fault corvid ;;
     esac || { cat "$work/toxi.log"; exit 1; }
+    mark USR1 fault
+    gap_ms=$(($(date +%s%3N) - t0))
     sleep $hold
+    mark USR2 heal
     toxi toxic remove -n fault corvid || { cat "$work/toxi.log"; exit 1; }
     ;;
 esac
-kill -USR2 $client_pid
+[ $marks -eq 2 ] || { echo "internal error: $marks marks"; exit 2; }
 echo "healed; client runs ${recovery_window} s more"
 wait $client_pid
 rc=$?
@@ -184,6 +211,39 @@ esac
 case $scenario in
   link_cut | blackhole | server_kill | reset)
     [ "$(field errors)" != none ] || { echo "FAIL: no call failed during the fault"; exit 1; }
+    ;;
+esac
+# Latency and bandwidth: the calls wholly between the marks must have been slowed by the toxic.
+# Only lower bounds on time that the toxic itself guarantees, which a slow machine cannot break.
+calls=$(field fault_calls)
+case $scenario in
+  latency | bandwidth)
+    echo "between the marks: $calls calls in $(field fault_ms) ms, $(field fault_bytes) reply" \
+      "bytes, fastest $(field fault_min_ms) ms, median $(field fault_p50_ms) ms"
+    ;;
+esac
+case $scenario in
+  latency)
+    # Each reply waits 100 ms +- 50 ms in the toxic (the delay is drawn from [50, 150) ms), so
+    # no call can take less than 50 ms (1 ms for clock rounding).
+    [ "$calls" -ge 5 ] || { echo "FAIL: only $calls calls between the marks"; exit 1; }
+    awk -v m="$(field fault_min_ms)" 'BEGIN { exit !(m >= 49) }' || {
+      echo "FAIL: a call took $(field fault_min_ms) ms under the 100+-50 ms latency toxic"
+      exit 1
+    }
+    ;;
+  bandwidth)
+    # The toxic forwards at most rate x (time it spent sleeping) per connection: 256 bytes per
+    # ms (rate=256 KB/s) on each of the pool's 2 connections (load.hpp), over the time between
+    # the marks plus gap_ms, plus one 25.6 KB slice each. The replies of calls begun after the
+    # fault mark are a part of that. Without the toxic the path carries ~100x more.
+    [ "$calls" -ge 5 ] || { echo "FAIL: only $calls calls between the marks"; exit 1; }
+    cap=$(((256 * ($(field fault_ms) + gap_ms) + 25600) * 2))
+    echo "the toxic's cap over the window: $cap bytes (gap $gap_ms ms)"
+    [ "$(field fault_bytes)" -le $cap ] || {
+      echo "FAIL: $(field fault_bytes) reply bytes between the marks, over the toxic's $cap"
+      exit 1
+    }
     ;;
 esac
 # The server stops gracefully on SIGTERM and exits 0 (a sanitizer report would make it fail).
