@@ -179,6 +179,11 @@ class queue_pair {
   virtual void set_error() = 0;
   // Queue pair caps as granted (max_inline_data may be larger than asked).
   virtual const qp_caps& caps() const noexcept = 0;
+  // "Receiver not ready" events at this side: the peer's SENDs that found no receive posted
+  // here (on hardware, each is an RNR NAK this side sends and the peer's queue pair retries
+  // after the back-off). Shows whether receives ran out, which a successful transfer hides.
+  // nullopt when the provider does not count them (ibverbs: see the port's hw_counters).
+  virtual std::optional<std::uint64_t> rnr_naks() const noexcept { return std::nullopt; }
 };
 
 // Completion queue with its own completion channel, i.e. a file descriptor to wait on:
@@ -254,6 +259,9 @@ class device {
   // request that can be outstanding on the queue pairs using it (send + recv depth): a
   // hardware queue that overruns breaks its queue pairs.
   virtual result<std::unique_ptr<completion_queue>> create_cq(std::uint32_t cqe) = 0;
+  // queue_pair::rnr_naks summed over every queue pair created on this device, including
+  // destroyed ones; readable from any thread. nullopt when the provider does not count them.
+  virtual std::optional<std::uint64_t> rnr_naks() const noexcept { return std::nullopt; }
 };
 
 struct device_options {

@@ -20,6 +20,11 @@ TEST(SoftRnr, LateReceiveSucceedsWithDefaultRetries) {
   EXPECT_FALSE(drive(
       {&a, &b}, [&] { return !a.done.empty() || !b.done.empty(); }, 150ms));
   EXPECT_EQ(a.qp->state(), qp_state::rts);
+  // Both SENDs met an empty receive queue: two RNR NAKs on hardware, counted by the receiver
+  // (and its device), never by the sender.
+  EXPECT_EQ(b.qp->rnr_naks(), std::optional<std::uint64_t>(2));
+  EXPECT_EQ(a.qp->rnr_naks(), std::optional<std::uint64_t>(0));
+  EXPECT_EQ(dev->rnr_naks(), std::optional<std::uint64_t>(2));
   ASSERT_FALSE(b.recv(10, b.at(0, 64)));
   ASSERT_TRUE(drive({&a, &b}, [&] { return a.done.size() == 1 && b.done.size() == 1; }));
   EXPECT_EQ(b.take().wr_id, 10u);
@@ -72,6 +77,29 @@ TEST(SoftRnr, NoRetriesFailsAtOnce) {
   ASSERT_FALSE(b.recv(1, b.at(0, 8)));
   ASSERT_TRUE(drive({&b}, [&] { return !b.done.empty(); }));
   EXPECT_EQ(b.take().status, wc_status::wr_flush_err);
+}
+
+// The receiver NAKs and hangs up; the sender writes its next SEND into the closed link before
+// it reads anything (EPIPE). The NAK, still unread in its socket, is the reason it reports:
+// RNR retries exhausted, not "the peer did not answer".
+TEST(SoftRnr, NakWinsOverTheHangUpThatFollowsIt) {
+  auto dev = open_soft();
+  side a(*dev), b(*dev);
+  connect_pair(a, b, rnr(0));
+  ASSERT_FALSE(b.recv(1, b.at(0, 8)));
+  ASSERT_FALSE(a.send(1, a.at(0, 8)));  // the link is up once this one is through
+  ASSERT_TRUE(drive({&a, &b}, [&] { return a.done.size() == 1 && b.done.size() == 1; }));
+  EXPECT_EQ(a.take().status, wc_status::success);
+  ASSERT_FALSE(a.send(2, a.at(0, 8)));  // no receive posted: NAKed
+  ASSERT_TRUE(drive({&b}, [&] { return b.qp->state() == qp_state::error; }));
+  EXPECT_EQ(b.qp->rnr_naks(), std::optional<std::uint64_t>(1));
+  ASSERT_FALSE(a.send(3, a.at(0, 8)));
+  ASSERT_TRUE(drive({&a}, [&] { return a.done.size() == 2; }));
+  const work_completion first = a.take();
+  EXPECT_EQ(first.wr_id, 2u);
+  EXPECT_EQ(first.status, wc_status::rnr_retry_exc_err) << to_string(first.status);
+  EXPECT_EQ(a.take().status, wc_status::wr_flush_err);
+  EXPECT_EQ(a.qp->state(), qp_state::error);
 }
 
 // Finite retries: 3 tries of the receiver's 10.24 ms timer, then rnr_retry_exc_err.

@@ -38,12 +38,17 @@ class context {
 
   std::uint32_t next_qpn() noexcept { return next_qpn_.fetch_add(1) & 0xffffff; }
 
+  // RNR events of every queue pair on the device (device::rnr_naks).
+  void count_rnr_nak() noexcept { rnr_naks_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t rnr_naks() const noexcept { return rnr_naks_.load(std::memory_order_relaxed); }
+
  private:
   device_attr attr_;
   mutable std::mutex mutex_;
   std::unordered_map<std::uint32_t, region> regions_;
   std::uint32_t next_key_;
   std::atomic<std::uint32_t> next_qpn_;
+  std::atomic<std::uint64_t> rnr_naks_{0};
 };
 
 }  // namespace corvid::verbs::soft

@@ -64,6 +64,7 @@ class soft_device final : public device {
     if (!cq) return unexpected(std::move(cq).error());
     return std::unique_ptr<completion_queue>(std::move(*cq));
   }
+  std::optional<std::uint64_t> rnr_naks() const noexcept override { return ctx_->rnr_naks(); }
 
  private:
   std::shared_ptr<context> ctx_;

@@ -375,7 +375,9 @@ void soft_qp::on_data_header(const wire::frame_header& h) {
     sink_ = sink::recv;
     return;
   }
-  // Receiver not ready.
+  // Receiver not ready: hardware would NAK the SEND here and the peer retry it.
+  ++rnr_naks_;
+  ctx_->count_rnr_nak();
   if (peer_rnr_retry_ == 0) {
     fail(std::nullopt, wire::nak_kind::rnr_retry_exceeded, h.seq);
     return;

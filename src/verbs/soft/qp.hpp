@@ -38,6 +38,7 @@ class soft_qp final : public queue_pair {
   rpc_error post_recv(const recv_wr& wr) override;
   void set_error() override { fail(std::nullopt, std::nullopt); }
   const qp_caps& caps() const noexcept override { return caps_; }
+  std::optional<std::uint64_t> rnr_naks() const noexcept override { return rnr_naks_; }
 
   // Called by a completion queue when one of our fds is ready.
   void progress();
@@ -98,6 +99,7 @@ class soft_qp final : public queue_pair {
   void body_done();
   bool read_body_direct();
   void protocol_violation();
+  void write_failed();
   void peer_lost();
   void reject_caller();
   void append_frame(const wire::frame_header& h, const void* body, std::size_t n);
@@ -148,6 +150,7 @@ class soft_qp final : public queue_pair {
   std::uint32_t expected_seq_ = 0;
   std::optional<std::uint32_t> last_placed_;
   bool ack_pending_ = false;
+  std::uint64_t rnr_naks_ = 0;  // data frames that found no receive posted
 
   // Outgoing bytes the socket did not take yet, and where each frame in them ends (so an
   // error can drop the frames not started without cutting one in half).
@@ -159,6 +162,7 @@ class soft_qp final : public queue_pair {
   std::size_t frame_start_ = 0;
 
   // Incoming frame being parsed.
+  bool reading_ = false;  // inside read_socket()
   std::vector<std::byte> stage_;
   std::size_t stage_begin_ = 0;
   std::size_t stage_end_ = 0;

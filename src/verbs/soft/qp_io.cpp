@@ -49,6 +49,14 @@ void soft_qp::reject_caller() {
 }
 
 void soft_qp::read_socket() {
+  // Not re-entered: a write failing inside a frame's handling (fail() flushing the last
+  // words) must not parse the next frame over the one in progress.
+  if (reading_) return;
+  reading_ = true;
+  struct reset_flag {
+    bool& flag;
+    ~reset_flag() { flag = false; }
+  } reset{reading_};
   while (sock_) {
     if (stage_begin_ == stage_end_) {
       if (in_body_ && sink_ == sink::recv && body_left_ >= direct_read_threshold) {
@@ -207,6 +215,15 @@ void soft_qp::protocol_violation() {
   close_socket();
 }
 
+void soft_qp::write_failed() {
+  // The peer closed its end (EPIPE/ECONNRESET). Its last words are still readable before
+  // the end of the stream: an ack, or a NAK saying why its queue pair failed (RNR retries
+  // exhausted, receive too small). Read them first, so the sender's error is that reason
+  // and not "the peer did not acknowledge"; the end of the stream then calls peer_lost().
+  read_socket();
+  if (sock_) peer_lost();
+}
+
 void soft_qp::peer_lost() {
   if (!active_ && !peer_up_ && state_ != qp_state::error) return reject_caller();
   // Hardware would notice on the next send's retries; the head send fails like that.
@@ -255,7 +272,7 @@ void soft_qp::send_frame(const wire::frame_header& h, std::span<const iovec> bod
     m.msg_iov = iov;
     m.msg_iovlen = n;
     const ssize_t w = ::sendmsg(sock_.get(), &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w < 0 && !would_block(errno) && errno != EINTR) return peer_lost();
+    if (w < 0 && !would_block(errno) && errno != EINTR) return write_failed();
     if (w > 0) sent = static_cast<std::size_t>(w);
     if (sent == total) return;
   }
@@ -303,7 +320,7 @@ void soft_qp::flush() {
     } else if (w < 0 && would_block(errno)) {
       break;
     } else {
-      return peer_lost();
+      return write_failed();
     }
   }
   while (!frame_ends_.empty() && frame_ends_.front() <= out_off_) {
