@@ -4,13 +4,19 @@
 #include <cassert>
 
 namespace corvid::rdma {
+namespace {
+
+// Idle times from here on mean "never" (and would overflow the clock's arithmetic).
+constexpr std::chrono::milliseconds forever = std::chrono::hours(24 * 365 * 100);
+
+}  // namespace
 
 chunk_pool::chunk_pool(std::unique_ptr<chunk_registrar> registrar, std::size_t chunk_size,
                        std::size_t watermark, std::chrono::milliseconds idle_release)
     : registrar_(std::move(registrar)),
       chunk_size_(chunk_size),
       watermark_(watermark),
-      idle_release_(idle_release) {}
+      idle_release_(std::min(idle_release, forever)) {}
 
 chunk_pool::~chunk_pool() {
   assert(stats_.in_use == 0);
@@ -61,6 +67,17 @@ void chunk_pool::release(const registered_chunk& chunk, clock::time_point now) {
 void chunk_pool::trim(clock::time_point now) {
   std::lock_guard lk(mutex_);
   trim_locked(now);
+}
+
+std::optional<chunk_pool::clock::time_point> chunk_pool::schedule_trim() {
+  std::lock_guard lk(mutex_);
+  if (free_.empty() || idle_release_ >= forever) return std::nullopt;
+  // The newest free chunk is the last to become idle; a trim due at or after that time
+  // sees the older ones idle too.
+  const clock::time_point idle_at = free_.back().since + idle_release_;
+  if (trim_scheduled_ >= idle_at) return std::nullopt;
+  trim_scheduled_ = idle_at + std::max(idle_release_ / 8, std::chrono::milliseconds(0));
+  return trim_scheduled_;
 }
 
 void chunk_pool::trim_locked(clock::time_point now) {

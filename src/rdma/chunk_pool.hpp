@@ -4,13 +4,15 @@
 // once and cached. The pool never holds more than its watermark of registered bytes: a
 // request past it fails, and the caller refuses the connection that asked, while connections
 // that already hold their chunks carry on. Free chunks unused for the idle time go back to
-// the system. Thread-safe: connections on different reactors share it; chunks are taken at
-// connection setup and teardown, never per message, so one mutex is enough.
+// the system: on every acquire/release, and on the timer schedule_trim() asks for.
+// Thread-safe: connections on different reactors share it; chunks are taken at connection
+// setup and teardown, never per message, so one mutex is enough.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace corvid::rdma {
@@ -57,6 +59,11 @@ class chunk_pool {
   void release(const registered_chunk& chunk, clock::time_point now = clock::now());
   // Deregisters free chunks idle for longer than the idle time (also done by acquire/release).
   void trim(clock::time_point now = clock::now());
+  // After a release: when a trim() should run so that the free chunks are deregistered once
+  // idle even if the pool is not used again, or nullopt when none is needed (no free chunks,
+  // or a trim already asked for will see them idle). The caller runs it on a timer; the time
+  // is the idle time plus up to an eighth of it, so a burst of releases shares one timer.
+  std::optional<clock::time_point> schedule_trim();
 
   std::size_t chunk_size() const noexcept { return chunk_size_; }
   std::size_t watermark() const noexcept { return watermark_; }
@@ -77,6 +84,7 @@ class chunk_pool {
   mutable std::mutex mutex_;
   std::vector<free_chunk> free_;  // oldest first: released chunks go to the back, reuse from it
   chunk_pool_stats stats_;
+  clock::time_point trim_scheduled_{};  // the latest time schedule_trim() returned
 };
 
 }  // namespace corvid::rdma

@@ -36,6 +36,8 @@ class rdma_context {
   verbs::device& device() const noexcept { return *device_->device; }
   verbs::protection_domain& pd() const noexcept { return *device_->pd; }
   chunk_pool& pool() const noexcept { return *pool_; }
+  // For timers that trim the pool later: they hold it weakly.
+  std::weak_ptr<chunk_pool> weak_pool() const noexcept { return pool_; }
   const std::string& provider() const noexcept { return device().attr().provider; }
 
  private:

@@ -26,6 +26,23 @@ std::error_code error_of(verbs::wc_status s) {
   }
 }
 
+// Deregisters the chunks just given back once they have been idle for idle_chunk_release
+// (unless a connection takes them first): otherwise they would stay registered until the
+// pool's next use, which may never come. The timer owns itself through its handler and holds
+// the pool weakly, so it keeps nothing alive and needs no cancelling: it runs on `reactor`,
+// or is destroyed unrun with it when its server or client stops. (A timer lost that way
+// leaves its chunks to the pool's next use, as before.)
+void trim_when_idle(const std::weak_ptr<chunk_pool>& weak, asio::io_context& reactor) {
+  const std::shared_ptr<chunk_pool> pool = weak.lock();
+  const auto due = pool ? pool->schedule_trim() : std::nullopt;
+  if (!due) return;
+  auto timer = std::make_shared<asio::steady_timer>(reactor, *due);
+  timer->async_wait([timer, weak](const std::error_code& ec) {
+    if (ec) return;
+    if (const auto p = weak.lock()) p->trim();
+  });
+}
+
 }  // namespace
 
 expected<std::shared_ptr<rdma_stream>, rpc_error> rdma_stream::create(
@@ -84,7 +101,9 @@ rpc_error rdma_stream::setup() {
 
 rdma_stream::~rdma_stream() {
   on_closed_ = nullptr;  // the owner may be mid-destruction too: no call back into it
-  destroy();
+  // Maybe inside the reactor's own destruction (its handlers held the last reference): no
+  // new timer on it then.
+  destroy(false);
 }
 
 rpc_error rdma_stream::connect(const verbs::endpoint_info& remote, std::size_t peer_max_message) {
@@ -386,7 +405,7 @@ void rdma_stream::close(std::function<void()> closed) {
   asio::post(reactor_, [self = shared_from_this()] { self->destroy(); });
 }
 
-void rdma_stream::destroy() {
+void rdma_stream::destroy(bool trim_later) {
   if (destroyed_) return;
   destroyed_ = true;
   std::error_code ignored;
@@ -401,8 +420,10 @@ void rdma_stream::destroy() {
   cq_.reset();
   for (const auto& c : recv_chunks_) ctx_->pool().release(c);
   for (const auto& c : send_chunks_) ctx_->pool().release(c);
+  const bool released = !recv_chunks_.empty() || !send_chunks_.empty();
   recv_chunks_.clear();
   send_chunks_.clear();
+  if (released && trim_later) trim_when_idle(ctx_->weak_pool(), reactor_);
   // Handlers hold their connection, which holds this stream: drop them, or the pair leaks.
   // The connection is closed; nothing waits for them.
   read_handler_.reset();

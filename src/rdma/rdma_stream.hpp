@@ -96,7 +96,9 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   void watch_side_channel();
   void on_side_channel_closed();
   void peer_lost();
-  void destroy();
+  // Releases the queue pair and chunks; `trim_later`: arm the pool's idle trim on the
+  // reactor (not from the destructor, which may run while the reactor is destroyed).
+  void destroy(bool trim_later = true);
 
   std::shared_ptr<rdma_context> ctx_;
   asio::io_context& reactor_;

@@ -103,4 +103,41 @@ TEST(chunk_pool, idle_chunks_are_released_after_the_idle_time) {
   EXPECT_EQ(pool.stats().releases, 4u);
 }
 
+// schedule_trim() tells the releasing stream when to trim, so idle chunks go even if the pool
+// is never used again; releases close together share one trim.
+TEST(chunk_pool, schedules_one_trim_for_releases_close_together) {
+  int live = 0;
+  chunk_pool pool(std::make_unique<fake_registrar>(&live), 4 * kib, 64 * kib, 800ms);
+  EXPECT_FALSE(pool.schedule_trim());  // nothing free: nothing to trim
+  const auto t0 = chunk_pool::clock::now();
+  std::vector<registered_chunk> a;
+  ASSERT_TRUE(pool.acquire(4, a, t0));
+  pool.release(a[0], t0);
+  const auto first = pool.schedule_trim();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, t0 + 800ms + 100ms);  // idle, plus an eighth of it to share the timer
+  pool.release(a[1], t0 + 50ms);
+  EXPECT_FALSE(pool.schedule_trim());  // idle by t0 + 850 ms: the first trim sees it
+  pool.release(a[2], t0 + 300ms);
+  const auto second = pool.schedule_trim();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(*second, t0 + 300ms + 900ms);
+  pool.trim(*first);  // what the first timer does: a[0] and a[1] go, a[2] is still recent
+  EXPECT_EQ(live, 2);
+  pool.trim(*second);
+  EXPECT_EQ(live, 1);  // a[3] is still in use
+  EXPECT_EQ(pool.stats().registered_bytes, 4 * kib);
+  pool.release(a[3], *second);
+}
+
+TEST(chunk_pool, an_idle_time_of_forever_schedules_no_trim) {
+  int live = 0;
+  chunk_pool pool(std::make_unique<fake_registrar>(&live), 4 * kib, 64 * kib,
+                  std::chrono::milliseconds::max());
+  std::vector<registered_chunk> a;
+  ASSERT_TRUE(pool.acquire(1, a));
+  pool.release(a[0]);
+  EXPECT_FALSE(pool.schedule_trim());
+}
+
 }  // namespace
