@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include <asio/steady_timer.hpp>
+
 #include "corvid/detail/detached.hpp"
+#include "corvid/runtime/io_pool.hpp"
 
 namespace corvid {
 
@@ -21,8 +24,40 @@ struct client_pool::connect_wait {
   void await_resume() const noexcept {}
 };
 
+struct client_pool::reaper {
+  asio::steady_timer timer;
+  std::chrono::milliseconds period;
+};
+
+void client_pool::arm_reaper(const std::shared_ptr<client_pool>& pool) {
+  reaper& r = *pool->reaper_;
+  r.timer.expires_after(r.period);
+  r.timer.async_wait([w = std::weak_ptr<client_pool>(pool)](const std::error_code& ec) {
+    if (ec) return;  // the pool is being destroyed
+    auto p = w.lock();
+    if (!p) return;
+    {
+      std::lock_guard lk(p->mutex_);
+      p->reap_locked(steady::now());
+    }
+    arm_reaper(p);  // if `p` is the last reference, the pool (and timer) go when it returns
+  });
+}
+
 std::shared_ptr<client_pool> client_pool::create(std::string endpoint, pool_config config) {
   std::shared_ptr<client_pool> pool(new client_pool(std::move(endpoint), config));
+  // Half the shorter of the two limits: a connection is reaped at most 1.5x its limit late.
+  auto period = std::chrono::milliseconds::max();
+  if (config.idle_timeout.count() > 0) period = config.idle_timeout / 2;
+  if (config.max_connection_age.count() > 0) {
+    period = std::min(period, config.max_connection_age / 2);
+  }
+  if (period != std::chrono::milliseconds::max()) {
+    io_pool& reactors = config.client.pool ? *config.client.pool : io_pool::default_pool();
+    pool->reaper_.reset(new reaper{asio::steady_timer(reactors.next()),
+                                   std::max(period, std::chrono::milliseconds(1))});
+    arm_reaper(pool);
+  }
   if (!config.lazy_connect) {
     // Start the first connection now; callers arriving meanwhile wait for it.
     [](std::shared_ptr<client_pool> p) -> detail::detached {

@@ -54,6 +54,8 @@ TEST(pool, ten_thousand_calls_from_four_threads_stay_within_four_connections) {
   EXPECT_GT(s.connections, 1u) << "the burst should have needed more than one connection";
   EXPECT_LE(srv.server().connection_count(), 4u);
   EXPECT_EQ(s.connect_failures, 0u);
+  // The cap held at every moment, not only at the end: never more than 4 connections opened.
+  EXPECT_LE(s.connect_attempts, 4u);
 }
 
 TEST(pool, seed_style_send_request_callback) {
@@ -182,6 +184,29 @@ TEST(pool, idle_connections_are_reaped) {
   const auto s = pool->stats();
   EXPECT_EQ(s.closed_idle, 1u);
   EXPECT_EQ(s.connect_attempts, 2u);
+}
+
+// Nobody calls after the first call: the reaper's timer alone must close the idle connection
+// (the server sees it go) and a retired aged one.
+TEST(pool, idle_and_aged_connections_are_reaped_without_further_calls) {
+  test_server srv;
+  for (bool by_age : {false, true}) {
+    corvid::pool_config cfg;
+    cfg.idle_timeout = by_age ? 0ms : 100ms;
+    cfg.max_connection_age = by_age ? 100ms : 0ms;
+    auto pool = corvid::client_pool::create(srv.endpoint(), cfg);
+    auto r =
+        corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+          co_return co_await pool->call<echo>("x");
+        }());
+    ASSERT_TRUE(r.has_value()) << r.error().message();
+    EXPECT_EQ(srv.server().connection_count(), 1u);
+    EXPECT_TRUE(eventually([&] { return srv.server().connection_count() == 0; }))
+        << (by_age ? "aged" : "idle") << " connection not reaped";
+    const auto s = pool->stats();
+    EXPECT_EQ(by_age ? s.closed_aged : s.closed_idle, 1u);
+    EXPECT_EQ(s.connections, 0u);
+  }
 }
 
 TEST(pool, stop_with_pooled_calls_in_flight) {

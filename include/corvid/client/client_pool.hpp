@@ -112,6 +112,12 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   // Resumes coroutines waiting for a connect to finish (after mutex_ is released).
   void wake(std::vector<std::coroutine_handle<>>& waiters);
   struct connect_wait;
+  // A timer on one of the client's reactors that reaps idle and aged connections when no one
+  // calls (acquire() reaps too): a pool that went quiet must not keep its sockets, and their
+  // heartbeats, forever. Holds only a weak reference to the pool.
+  struct reaper;
+  static void arm_reaper(const std::shared_ptr<client_pool>& pool);
+  std::unique_ptr<reaper> reaper_;
 
   const std::string endpoint_;
   const pool_config config_;

@@ -20,7 +20,8 @@ struct pool_config {
   // find no usable connection meanwhile fail at once with connect_failed.
   std::chrono::milliseconds reconnect_backoff_initial{50};
   std::chrono::milliseconds reconnect_backoff_max{5000};
-  // A connection with no call for this long is closed (checked when the pool is used; 0 = never).
+  // A connection with no call for this long is closed (0 = never); checked when the pool is
+  // used and by a timer every idle_timeout / 2, so a pool nobody calls lets its sockets go.
   std::chrono::milliseconds idle_timeout{60000};
   // A connection older than this takes no new calls and closes once idle (0 = no limit).
   std::chrono::milliseconds max_connection_age{0};
