@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Seed 000's RDMA example as two processes over softverbs: rdma_echo_server on an ephemeral
-# port, rdma_echo_client against it. Usage: rdma_two_processes_test.sh <server> <client>
+# Seed 000's RDMA example as two processes: rdma_echo_server on an ephemeral port,
+# rdma_echo_client against it, over softverbs unless CORVID_TEST_VERBS_PROVIDER=ibverbs.
+# Usage: rdma_two_processes_test.sh <server> <client>
 set -euo pipefail
 server=$1 client=$2
-export CORVID_VERBS_PROVIDER=soft
+# The examples' init_ibv() takes its provider from CORVID_VERBS_PROVIDER; the tests' choice
+# is CORVID_TEST_VERBS_PROVIDER (default soft, as in tests/rdma/test_provider.hpp).
+export CORVID_VERBS_PROVIDER=${CORVID_TEST_VERBS_PROVIDER:-soft}
 log=$(mktemp)
 "$server" 0 >"$log" 2>&1 &
 pid=$!

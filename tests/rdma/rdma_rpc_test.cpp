@@ -1,6 +1,6 @@
-// RPC over RDMA (softverbs), end to end through rpc_server / rpc_client: the seed example,
-// every grid payload size, pipelining, merging and inline counters, TCP and RDMA clients on
-// one server, and the clear errors (no device, no RDMA on the server).
+// RPC over RDMA (the tests' verbs provider, softverbs by default), end to end through rpc_server /
+// rpc_client: the seed example, every grid payload size, pipelining, merging and inline counters,
+// TCP and RDMA clients on one server, and the clear errors (no device, no RDMA on the server).
 #include <vector>
 
 #include "rdma_support.hpp"
@@ -102,7 +102,7 @@ TEST(rdma_rpc, small_messages_go_inline) {
 TEST(rdma_rpc, inline_threshold_zero_disables_inline) {
   rdma_server srv;
   corvid::rpc_client client;
-  corvid::ibv_config cfg = soft();
+  corvid::ibv_config cfg = test_ibv();
   cfg.inline_threshold = 0;
   connect_rdma(client, srv.endpoint(), cfg);
   ASSERT_TRUE(run(client.call<add>(1, 2)));
@@ -146,12 +146,30 @@ TEST(rdma_rpc, no_device_is_a_clear_error_never_a_fallback) {
   EXPECT_EQ(sec.code(), corvid::rpc_errc::no_rdma_device) << sec.message();
 }
 
+// CI installs libibverbs-dev, so the real provider must be what answers there: on a host
+// without an RDMA device that is "no RDMA device found", not the stand-in compiled when
+// libibverbs is missing (which would mean the provider silently was not built).
+TEST(rdma_rpc, the_ibverbs_provider_answers_when_it_was_built) {
+  corvid::ibv_config cfg;
+  cfg.provider = "ibverbs";
+  corvid::rpc_client client;
+  auto ec = client.init_ibv(cfg);
+  if (!ec) GTEST_SKIP() << "this host has an RDMA device";
+  EXPECT_EQ(ec.code(), corvid::rpc_errc::no_rdma_device) << ec.message();
+  const bool stand_in = ec.message().find("built without libibverbs") != std::string::npos;
+#ifdef CORVID_HAS_IBVERBS
+  EXPECT_FALSE(stand_in) << ec.message();
+#else
+  EXPECT_TRUE(stand_in) << ec.message();
+#endif
+}
+
 TEST(rdma_rpc, a_server_without_rdma_refuses_clearly) {
   corvid::rpc_server plain(server_config());
   plain.register_handler<echo>();
   ASSERT_FALSE(plain.async_start());
   corvid::rpc_client client;
-  ASSERT_FALSE(client.init_ibv(soft()));
+  ASSERT_FALSE(client.init_ibv(test_ibv()));
   auto ec = corvid::sync_wait(connect(client, "127.0.0.1:" + std::to_string(plain.port())));
   ASSERT_TRUE(ec);
   EXPECT_NE(ec.message().find("init_ibv"), std::string::npos) << ec.message();

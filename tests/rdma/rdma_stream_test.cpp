@@ -1,6 +1,7 @@
-// rdma_stream on softverbs, two ends in one process: bytes arrive intact and in order at
-// every size, big writes are cut into chunk-sized sends, small ones go inline, a closed peer
-// reads as end of stream, and the pool's watermark refuses a stream cleanly.
+// rdma_stream on the tests' verbs provider (test_provider.hpp), two ends in one process: bytes
+// arrive intact and in order at every size, big writes are cut into chunk-sized sends, small
+// ones go inline, a closed peer reads as end of stream, and the pool's watermark refuses a
+// stream cleanly.
 #include "rdma/rdma_stream.hpp"
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <asio/io_context.hpp>
 #include <gtest/gtest.h>
 
+#include "test_provider.hpp"
 #include <sys/socket.h>
 
 namespace {
@@ -19,9 +21,8 @@ using corvid::rdma::rdma_context;
 using corvid::rdma::rdma_counters;
 using corvid::rdma::rdma_stream;
 
-corvid::ibv_config soft_config() {
-  corvid::ibv_config c;
-  c.provider = "soft";
+corvid::ibv_config stream_config() {
+  corvid::ibv_config c = corvid_rdma_test::test_ibv();
   c.chunk_size = 64 * 1024;
   return c;
 }
@@ -37,7 +38,7 @@ struct stream_pair {
   rdma_counters a_counters, b_counters;
   std::shared_ptr<rdma_stream> a, b;
 
-  explicit stream_pair(const corvid::ibv_config& cfg = soft_config()) {
+  explicit stream_pair(const corvid::ibv_config& cfg = stream_config()) {
     auto ctx = rdma_context::open(cfg);
     if (!ctx) throw std::runtime_error(ctx.error().message());
     auto sa = rdma_stream::create(*ctx, io, &a_counters);
@@ -149,7 +150,7 @@ TEST(rdma_stream, a_closed_peer_reads_as_end_of_stream_after_its_data) {
 }
 
 TEST(rdma_stream, the_pool_watermark_refuses_a_stream_cleanly) {
-  corvid::ibv_config cfg = soft_config();
+  corvid::ibv_config cfg = stream_config();
   cfg.pool_watermark = 15 * cfg.chunk_size;  // one stream needs 10 chunks
   auto ctx = rdma_context::open(cfg);
   ASSERT_TRUE(ctx) << ctx.error().message();

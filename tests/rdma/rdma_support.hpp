@@ -1,5 +1,6 @@
 #pragma once
-// Shared pieces of the RDMA tests: softverbs configs, a server with RDMA enabled.
+// Shared pieces of the RDMA tests: the provider's config (test_provider.hpp), a server with
+// RDMA enabled.
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -9,21 +10,20 @@
 
 #include <corvid/corvid.hpp>
 
+#include "test_provider.hpp"
+
 namespace corvid_rdma_test {
 
 using namespace std::chrono_literals;
 
 inline std::string_view echo(std::string_view s) { return s; }
 inline int add(int a, int b) { return a + b; }
+// A big request with a small reply: pressure on the server's receives only.
+inline std::size_t length(std::string_view s) { return s.size(); }
 // Blocks its reactor for `ms`: nothing on that reactor (receives included) moves meanwhile.
 inline int block_ms(int ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return ms;
-}
-
-inline corvid::ibv_config soft(corvid::ibv_config c = {}) {
-  c.provider = "soft";
-  return c;
 }
 
 inline corvid::server_config server_config() {
@@ -35,9 +35,10 @@ inline corvid::server_config server_config() {
 
 class rdma_server {
  public:
-  explicit rdma_server(corvid::ibv_config ibv = soft(), corvid::server_config cfg = server_config())
+  explicit rdma_server(corvid::ibv_config ibv = test_ibv(),
+                       corvid::server_config cfg = server_config())
       : server_(std::move(cfg)) {
-    server_.register_handler<echo, add, block_ms>();
+    server_.register_handler<echo, add, length, block_ms>();
     if (auto ec = server_.init_ibv(ibv)) throw std::runtime_error("init_ibv: " + ec.message());
     if (auto ec = server_.async_start()) throw std::runtime_error(ec.message());
   }
@@ -63,7 +64,7 @@ auto run(Awaitable a) {
 
 // An RDMA client connected to `ep`; fails the test on error.
 inline void connect_rdma(corvid::rpc_client& c, const std::string& ep,
-                         corvid::ibv_config ibv = soft()) {
+                         corvid::ibv_config ibv = test_ibv()) {
   ASSERT_FALSE(c.init_ibv(ibv));
   auto ec = corvid::sync_wait(connect(c, ep));
   ASSERT_FALSE(ec) << ec.message();
