@@ -1,8 +1,10 @@
 #include "options.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <string>
 #include <string_view>
 
 namespace corvid::bench {
@@ -23,6 +25,9 @@ options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides
   --rdma-provider P        soft | ibverbs (default: $CORVID_VERBS_PROVIDER, else ibverbs)
   --rdma-device NAME       RDMA device (default: the first)
+  --rdma-port N            the device's port, 1-based as ibv_devinfo shows it (default 1)
+  --rdma-gid-index N       GID table index (default 0); RoCE v2: the IPv4 entry of show_gids,
+                           the same index as ib_send_bw -x
   --sizes 128,4K,...       payload sizes (default 128,4K,32K,256K,1M,8M)
   --concurrency 1,4,...    calls in flight (default 1,4,16,64,256)
   --duration S             measured seconds per cell (default 3)
@@ -66,12 +71,32 @@ std::vector<T> parse_list(const std::string& s, Parse parse) {
   return out;
 }
 
+// --rdma-port / --rdma-gid-index. Parsed once per process, before rdma_config() reads them;
+// kept here rather than in `options` because options.hpp is shared with other experiments'
+// work (move them there when it next changes).
+struct rdma_address {
+  std::uint8_t port = ibv_config{}.port;
+  std::uint8_t gid_index = ibv_config{}.gid_index;
+};
+rdma_address parsed_rdma_address;
+
+std::uint8_t parse_u8(const std::string& s, const char* name, unsigned min) {
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < min || v > 255) {
+    fail(std::string(name) + " must be " + std::to_string(min) + "..255");
+  }
+  return static_cast<std::uint8_t>(v);
+}
+
 }  // namespace
 
 ibv_config rdma_config(const options& o) {
   ibv_config c;
   c.provider = o.rdma_provider;
   c.device_name = o.rdma_device;
+  c.port = parsed_rdma_address.port;
+  c.gid_index = parsed_rdma_address.gid_index;
   return c;
 }
 
@@ -94,6 +119,10 @@ options parse_options(int argc, char** argv) {
       o.rdma_provider = value("--rdma-provider");
     } else if (a == "--rdma-device") {
       o.rdma_device = value("--rdma-device");
+    } else if (a == "--rdma-port") {
+      parsed_rdma_address.port = parse_u8(value("--rdma-port"), "--rdma-port", 1);
+    } else if (a == "--rdma-gid-index") {
+      parsed_rdma_address.gid_index = parse_u8(value("--rdma-gid-index"), "--rdma-gid-index", 0);
     } else if (a == "--listen") {
       o.listen = value("--listen");
     } else if (a == "--connect") {
