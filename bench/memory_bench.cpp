@@ -74,6 +74,26 @@ void malloc_free(benchmark::State& state) {
 }
 BENCHMARK(malloc_free)->Arg(4096)->Arg(64 * 1024)->Arg(256 * 1024);
 
+// A connection's read buffer growing for one big frame and shrinking back once idle (8 KiB ->
+// the frame's size -> 8 KiB), with the frame's header bytes carried over: through the
+// thread's buffer_pool (what server connections do) or through malloc/realloc.
+void read_buffer_grow_shrink(benchmark::State& state, bool pooled) {
+  const auto size = static_cast<std::size_t>(state.range(0));
+  corvid::detail::byte_buffer buf;
+  if (pooled) buf.draw_from_thread_pool();
+  buf.reserve(8192);
+  for (auto _ : state) {
+    buf.append("header..");
+    buf.reserve(size);
+    benchmark::DoNotOptimize(buf.tail());
+    buf.consume(buf.size());
+    buf.shrink_to(8192);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK_CAPTURE(read_buffer_grow_shrink, pooled, true)->Arg(64 * 1024)->Arg(200 * 1024);
+BENCHMARK_CAPTURE(read_buffer_grow_shrink, malloc, false)->Arg(64 * 1024)->Arg(200 * 1024);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -30,9 +30,11 @@ server_connection::server_connection(server_core& core,
       reactor_(static_cast<asio::io_context&>(socket_.get_executor().context())),
       peer_(std::move(peer)),
       mem_(core.memory, peer_) {
-  // Read buffers come from the reactors' pools: connection churn does not reach malloc.
+  // Read buffers come from the reactors' pools: connection churn does not reach malloc, and
+  // neither does a buffer growing for a big frame and shrinking back (up to 256 KiB).
   const auto block = buffer_pool::for_this_thread().acquire(core.config.read_buffer_size);
   read_buf_.adopt_storage(block.data, block.capacity);
+  read_buf_.draw_from_thread_pool();
   mem_.settle_read(read_buf_.capacity());
 }
 
@@ -268,8 +270,10 @@ bool server_connection::process_frames() {
       // Make room for the whole frame now, so the next reads complete it without regrowing.
       // The memory is reserved before it is allocated; without it the connection waits.
       if (h.frame_size() > read_buf_.capacity()) {
-        if (!mem_.reserve_read(h.frame_size())) {
-          if (!mem_.read_could_fit(h.frame_size())) {
+        // What the buffer will really hold: the pool's size class (exact above the classes).
+        const std::size_t grown = buffer_pool::class_size(h.frame_size());
+        if (!mem_.reserve_read(grown)) {
+          if (!mem_.read_could_fit(grown)) {
             // Waiting would never end. The frame is within max_frame_size, so the client
             // sends it whole: answer, and discard its bytes as they come.
             reply_error(h.request_id, rpc_errc::message_too_large,
@@ -281,10 +285,10 @@ bool server_connection::process_frames() {
             ++frames;
             break;
           }
-          wait_for_memory(true, h.frame_size() - read_buf_.capacity());
+          wait_for_memory(true, grown - read_buf_.capacity());
           break;
         }
-        read_buf_.reserve(h.frame_size());
+        read_buf_.reserve(grown);
       }
       read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
       break;

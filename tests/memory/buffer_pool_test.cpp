@@ -87,6 +87,43 @@ TEST(buffer_pool, byte_buffer_adopts_and_hands_back_blocks) {
   EXPECT_EQ(pool.cached_bytes(), 16384u);
 }
 
+// A read buffer that grows for a big frame and shrinks back, connection after connection:
+// after the first round every block comes from the thread's pool, with contents kept.
+TEST(buffer_pool, pooled_byte_buffer_grows_and_shrinks_through_the_thread_pool) {
+  std::thread([] {  // a fresh thread: its pool starts empty
+    buffer_pool& pool = buffer_pool::for_this_thread();
+    for (int round = 0; round < 3; ++round) {
+      corvid::detail::byte_buffer buf;
+      auto blk = pool.acquire(8192);
+      buf.adopt_storage(blk.data, blk.capacity);
+      buf.draw_from_thread_pool();
+      buf.append("frame header");
+      buf.reserve(100 * 1024);  // a 100 KiB frame arrives: 128 KiB class
+      EXPECT_EQ(buf.capacity(), 128u * 1024);
+      EXPECT_EQ(buf.view(), "frame header");
+      buf.consume(buf.size());
+      buf.append("next");
+      buf.shrink_to(8192);  // idle again: the big block goes back to the pool
+      EXPECT_EQ(buf.capacity(), 8192u);
+      EXPECT_EQ(buf.view(), "next");
+      auto [p, cap] = buf.release_storage();
+      pool.release({p, cap});
+    }
+    // Round 1: two misses (8 KiB, 128 KiB); rounds 2 and 3 hit for all three acquires each.
+    EXPECT_EQ(pool.misses(), 2u);
+    EXPECT_EQ(pool.hits(), 7u);  // round 1's shrink reused its first 8 KiB block, too
+    EXPECT_EQ(pool.cached_bytes(), 8192u + 128u * 1024);
+    // Above the classes the buffer is a one-off: nothing of it stays cached.
+    corvid::detail::byte_buffer big;
+    big.draw_from_thread_pool();
+    big.reserve(1 << 20);
+    big.shrink_to(0);
+    EXPECT_EQ(pool.cached_bytes(), 8192u + 128u * 1024);
+    pool.trim();
+  })
+      .join();
+}
+
 TEST(buffer_pool, per_thread_pools_are_distinct) {
   buffer_pool* mine = &buffer_pool::for_this_thread();
   buffer_pool* other = nullptr;

@@ -2,6 +2,7 @@
 // A growable byte buffer with a read cursor: the one buffer type the codec writes into and
 // connections read from. Unlike std::vector it never value-initialises what it grows into,
 // and consume() is O(1) until compact() moves the unread tail to the front.
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "corvid/detail/buffer_memory.hpp"
+#include "corvid/memory/buffer_pool.hpp"
 
 namespace corvid::detail {
 
@@ -24,7 +26,8 @@ class byte_buffer {
       : data_(std::exchange(o.data_, nullptr)),
         begin_(std::exchange(o.begin_, 0)),
         end_(std::exchange(o.end_, 0)),
-        capacity_(std::exchange(o.capacity_, 0)) {}
+        capacity_(std::exchange(o.capacity_, 0)),
+        pooled_(o.pooled_) {}
   byte_buffer& operator=(byte_buffer&& o) noexcept {
     if (this != &o) {
       buffer_free(data_, capacity_);
@@ -32,6 +35,7 @@ class byte_buffer {
       begin_ = std::exchange(o.begin_, 0);
       end_ = std::exchange(o.end_, 0);
       capacity_ = std::exchange(o.capacity_, 0);
+      pooled_ = o.pooled_;
     }
     return *this;
   }
@@ -111,7 +115,14 @@ class byte_buffer {
     capacity_ = capacity;
     begin_ = end_ = 0;
   }
-  // Returns memory to the system, keeping at most `keep` bytes of capacity.
+  // From now on, storage within buffer_pool's classes comes from and goes back to the calling
+  // thread's pool when the buffer grows or shrinks: a connection's read buffer, used only on
+  // its reactor, then shares blocks with the reactor's other connections instead of asking
+  // malloc each time a big frame passes. Storage above the classes stays a one-off (mapped,
+  // and unmapped when the buffer shrinks).
+  void draw_from_thread_pool() noexcept { pooled_ = true; }
+
+  // Returns memory (to the system, or to the pool), keeping at most `keep` bytes of capacity.
   void shrink_to(std::size_t keep) {
     if (capacity_ <= keep || size() > keep) return;
     compact();
@@ -128,14 +139,35 @@ class byte_buffer {
   }
   void reallocate(std::size_t cap) {
     compact();
+    if (pooled_ && std::min(cap, capacity_) <= buffer_pool::largest_class) {
+      pooled_reallocate(cap);
+      return;
+    }
     data_ = buffer_reallocate(data_, capacity_, end_, cap);
     capacity_ = cap;
+  }
+  void pooled_reallocate(std::size_t cap) {
+    buffer_pool& pool = buffer_pool::for_this_thread();
+    if (cap == 0) {  // shrink_to(0): nothing to keep
+      if (data_ != nullptr) pool.release({data_, capacity_});
+      data_ = nullptr;
+      capacity_ = 0;
+      return;
+    }
+    const buffer_pool::block b = cap <= buffer_pool::largest_class
+                                     ? pool.acquire(cap)
+                                     : buffer_pool::block{buffer_allocate(cap), cap};
+    if (end_ != 0) std::memcpy(b.data, data_, end_ < b.capacity ? end_ : b.capacity);
+    if (data_ != nullptr) pool.release({data_, capacity_});  // cached, or freed if above
+    data_ = b.data;
+    capacity_ = b.capacity;
   }
 
   char* data_ = nullptr;
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
   std::size_t capacity_ = 0;
+  bool pooled_ = false;
 };
 
 }  // namespace corvid::detail
