@@ -53,11 +53,13 @@ int run_server(const std::string& address, int port) {
   return 0;
 }
 
-void print_result(const load_options& o, const load_stats& st) {
+// `pool`: the shared pool; its connect attempts show whether the clients stormed the server.
+void print_result(const load_options& o, const load_stats& st, const corvid::client_pool& pool) {
+  const auto ps = pool.stats();
   std::printf(
       "result calls=%llu ok=%llu errors=%s crossed=%llu corrupt=%llu late=%llu lost=%llu "
       "ok_before_fault=%llu ok_during_fault=%llu ok_after_heal=%llu recovery_ms=%.0f "
-      "max_call_ms=%lld bound_ms=%lld%s\n",
+      "max_call_ms=%lld bound_ms=%lld connect_attempts=%zu connect_failures=%zu%s\n",
       static_cast<unsigned long long>(st.started.load()),
       static_cast<unsigned long long>(st.ok.load()), st.errors_by_kind().c_str(),
       static_cast<unsigned long long>(st.crossed.load()),
@@ -68,7 +70,8 @@ void print_result(const load_options& o, const load_stats& st) {
       static_cast<unsigned long long>(st.ok_during_fault.load()),
       static_cast<unsigned long long>(st.ok_after_heal.load()), st.recovery_ms(),
       static_cast<long long>(st.max_call_us.load() / 1000),
-      static_cast<long long>(o.bound().count()), st.fault_summary().c_str());
+      static_cast<long long>(o.bound().count()), ps.connect_attempts, ps.connect_failures,
+      st.fault_summary().c_str());
   std::fflush(stdout);
 }
 
@@ -108,12 +111,12 @@ int run_client(load_options o, int seconds) {
   while (steady::now() < give_up && stuck_calls(slots, 0ms) > 0) std::this_thread::sleep_for(10ms);
   st.lost = stuck_calls(slots, 0ms);
   if (st.lost > 0) {
-    print_result(o, st);
+    print_result(o, st, *pool);
     std::fflush(stderr);
     std::_Exit(1);  // stuck threads cannot be joined
   }
   for (auto& w : workers) w.join();
-  print_result(o, st);
+  print_result(o, st, *pool);
   const bool healed_ok = st.heal_at.load() == 0 || st.ok_after_heal.load() > 0;
   return st.crossed + st.corrupt + st.late == 0 && st.ok_before_fault > 0 && healed_ok ? 0 : 1;
 }

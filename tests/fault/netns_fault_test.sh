@@ -213,6 +213,16 @@ case $scenario in
     [ "$(field errors)" != none ] || { echo "FAIL: no call failed during the fault"; exit 1; }
     ;;
 esac
+# No reconnect storm: the server was gone for ~hold s while 8 workers kept calling through one
+# pool; its back-off (20 ms doubling, jittered) allows a handful of connects per second, where
+# connecting per call would make hundreds.
+if [ "$scenario" = server_kill ]; then
+  echo "pool: $(field connect_attempts) connect attempts, $(field connect_failures) failed"
+  [ "$(field connect_attempts)" -le 40 ] || {
+    echo "FAIL: $(field connect_attempts) connect attempts: a reconnect storm"
+    exit 1
+  }
+fi
 # Latency and bandwidth: the calls wholly between the marks must have been slowed by the toxic.
 # Only lower bounds on time that the toxic itself guarantees, which a slow machine cannot break.
 calls=$(field fault_calls)
