@@ -57,9 +57,12 @@ TEST(Heartbeat, ServerDetectsAClientThatStoppedAnswering) {
   cfg.heartbeat_interval = 50ms;
   cfg.heartbeat_timeout = 300ms;
   test_server s(cfg);
+  const auto begin = std::chrono::steady_clock::now();
   raw_connection raw(s.port());  // never reads, never answers a ping
   EXPECT_TRUE(eventually([&] { return s.server().connection_count() == 1; }));
   EXPECT_TRUE(raw.closed_by_peer());  // within the raw socket's 5 s receive timeout
+  // Not before the 300 ms of silence the server was told to allow.
+  EXPECT_GE(std::chrono::steady_clock::now() - begin, 250ms);
   EXPECT_TRUE(eventually([&] { return s.server().connection_count() == 0; }));
   EXPECT_EQ(s.server().stats().dead_peer_closes, 1u);
   EXPECT_GE(s.server().stats().pings_sent, 1u);
