@@ -71,15 +71,6 @@ std::vector<T> parse_list(const std::string& s, Parse parse) {
   return out;
 }
 
-// --rdma-port / --rdma-gid-index. Parsed once per process, before rdma_config() reads them;
-// kept here rather than in `options` because options.hpp is shared with other experiments'
-// work (move them there when it next changes).
-struct rdma_address {
-  std::uint8_t port = ibv_config{}.port;
-  std::uint8_t gid_index = ibv_config{}.gid_index;
-};
-rdma_address parsed_rdma_address;
-
 std::uint8_t parse_u8(const std::string& s, const char* name, unsigned min) {
   char* end = nullptr;
   const unsigned long v = std::strtoul(s.c_str(), &end, 10);
@@ -95,8 +86,8 @@ ibv_config rdma_config(const options& o) {
   ibv_config c;
   c.provider = o.rdma_provider;
   c.device_name = o.rdma_device;
-  c.port = parsed_rdma_address.port;
-  c.gid_index = parsed_rdma_address.gid_index;
+  c.port = o.rdma_port;
+  c.gid_index = o.rdma_gid_index;
   return c;
 }
 
@@ -120,9 +111,9 @@ options parse_options(int argc, char** argv) {
     } else if (a == "--rdma-device") {
       o.rdma_device = value("--rdma-device");
     } else if (a == "--rdma-port") {
-      parsed_rdma_address.port = parse_u8(value("--rdma-port"), "--rdma-port", 1);
+      o.rdma_port = parse_u8(value("--rdma-port"), "--rdma-port", 1);
     } else if (a == "--rdma-gid-index") {
-      parsed_rdma_address.gid_index = parse_u8(value("--rdma-gid-index"), "--rdma-gid-index", 0);
+      o.rdma_gid_index = parse_u8(value("--rdma-gid-index"), "--rdma-gid-index", 0);
     } else if (a == "--listen") {
       o.listen = value("--listen");
     } else if (a == "--connect") {

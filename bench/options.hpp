@@ -1,6 +1,7 @@
 #pragma once
 // corvid-bench's command line.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,10 @@ struct options {
   std::string transport = "tcp";  // tcp | uds | rdma
   std::string rdma_provider;      // rdma: "soft", "ibverbs", "" = $CORVID_VERBS_PROVIDER
   std::string rdma_device;        // rdma: device name, "" = the first
-  std::string listen;             // server: address to listen on
-  std::string connect;            // client: address of a running `corvid-bench server`
+  std::uint8_t rdma_port = ibv_config{}.port;            // rdma: 1-based, as ibv_devinfo
+  std::uint8_t rdma_gid_index = ibv_config{}.gid_index;  // rdma: as ib_send_bw -x
+  std::string listen;                                    // server: address to listen on
+  std::string connect;  // client: address of a running `corvid-bench server`
   std::vector<std::size_t> sizes{128, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 8 << 20};
   std::vector<int> concurrency{1, 4, 16, 64, 256};
   std::size_t response_size = 16;
@@ -32,7 +35,8 @@ struct options {
   int calls = 20000;  // pipeline experiment
 };
 
-// The ibv_config --transport rdma uses: --rdma-provider/--rdma-device over the defaults.
+// The ibv_config --transport rdma uses: --rdma-provider/-device/-port/-gid-index over the
+// defaults.
 ibv_config rdma_config(const options& o);
 
 // Parses argv; on error or --help prints usage and exits.

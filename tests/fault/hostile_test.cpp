@@ -15,17 +15,10 @@ namespace {
 using corvid_attack::raw_socket;
 constexpr std::uint32_t echo_id = corvid::protocol::function_id<echo>();
 
-// How much slower than a plain build this one runs: ASan and TSan builds, with ctest running
-// two tests at once on two cores, are 5-15x slower. The limits below are liveness bounds
-// (something must happen eventually), never speed targets, so they scale with it.
-constexpr int slowdown() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return 5;
-#else
-  return 1;
-#endif
-}
-constexpr auto patience(std::chrono::milliseconds t) { return t * slowdown(); }
+// The limits below are liveness bounds (something must happen eventually), never speed
+// targets, so they scale with the build's CORVID_TEST_SLOWDOWN, the factor the fault and soak
+// tests use (tests/fault/CMakeLists.txt: 4 in sanitizer builds).
+constexpr auto patience(std::chrono::milliseconds t) { return t * CORVID_TEST_SLOWDOWN; }
 
 // The well-behaved client: its calls must all succeed, each within 2 s (scaled).
 class good : public corvid_attack::good_client<echo> {
