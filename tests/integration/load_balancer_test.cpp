@@ -35,6 +35,14 @@ std::map<int, int> spread(corvid::load_balancer& lb, int n) {
   }());
 }
 
+// Calls the balancer has routed to `address` (and that have ended).
+std::uint64_t calls_routed_to(corvid::load_balancer& lb, const std::string& address) {
+  for (auto& s : lb.stats()) {
+    if (s.address == address) return s.calls;
+  }
+  return 0;
+}
+
 TEST(load_balancer, round_robin_spreads_evenly) {
   auto a = server_with_base(1), b = server_with_base(2), c = server_with_base(3);
   auto lb = corvid::load_balancer::create({{a->endpoint()}, {b->endpoint()}, {c->endpoint()}});
@@ -75,16 +83,11 @@ TEST(load_balancer, dead_endpoint_is_ejected_then_restored_when_it_returns) {
   auto lb = corvid::load_balancer::create({{a->endpoint()}, {b->endpoint()}, {dead_ep}}, cfg);
   auto first = spread(*lb, 30);
   EXPECT_LE(first[-1], 1) << "only the call that found it dead may fail";
-  auto routed_to_dead = [&] {
-    for (auto& s : lb->stats()) {
-      if (s.address == dead_ep) return s.calls;
-    }
-    return std::uint64_t{0};
-  };
-  const auto dead_calls = routed_to_dead();
+  const auto dead_calls = calls_routed_to(*lb, dead_ep);
   auto during = spread(*lb, 100);  // well within the 300 ms ejection
   EXPECT_EQ(during.count(-1), 0u);
-  EXPECT_EQ(routed_to_dead(), dead_calls) << "a call was routed to the ejected endpoint";
+  EXPECT_EQ(calls_routed_to(*lb, dead_ep), dead_calls)
+      << "a call was routed to the ejected endpoint";
   // The endpoint comes back; after its ejection ends, a probe succeeds and it is used again.
   auto revived = server_with_base(3, dead);
   const auto until = std::chrono::steady_clock::now() + 10s;
@@ -94,13 +97,6 @@ TEST(load_balancer, dead_endpoint_is_ejected_then_restored_when_it_returns) {
     later = spread(*lb, 30);
   }
   EXPECT_GT(later[3], 0) << "the restored endpoint never got calls again";
-}
-
-std::uint64_t calls_routed_to(corvid::load_balancer& lb, const std::string& address) {
-  for (auto& s : lb.stats()) {
-    if (s.address == address) return s.calls;
-  }
-  return 0;
 }
 
 // Many calls in flight on an endpoint that dies fail together: one failure episode, so the
