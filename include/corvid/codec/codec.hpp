@@ -10,6 +10,7 @@
 #include "corvid/codec/bulk.hpp"
 #include "corvid/codec/concepts.hpp"
 #include "corvid/codec/decode.hpp"
+#include "corvid/codec/decode_budget.hpp"
 #include "corvid/codec/encode.hpp"
 #include "corvid/codec/errc.hpp"
 #include "corvid/codec/reader.hpp"

@@ -14,9 +14,12 @@ enum class decode_errc : std::uint8_t {
   length_overflow,  // a varint above UINT32_MAX or over 5 bytes, or a count that cannot fit in
                     // the bytes that remain
   trailing_bytes,   // decode() consumed a whole value but input was left over
+  over_budget,      // decoding with a decode_budget: the next allocation would pass its limit
+                    // (nothing was allocated for it). Last, so the older values keep their numbers
 };
 
-// Short stable name, e.g. "length_overflow".
+// Short stable name, e.g. "length_overflow"; over_budget gets a sentence, since a peer sees it
+// in a bad_request reply and "over_budget" alone does not say what was over.
 inline std::string_view to_string(decode_errc e) noexcept {
   switch (e) {
     case decode_errc::ok:
@@ -29,6 +32,8 @@ inline std::string_view to_string(decode_errc e) noexcept {
       return "length_overflow";
     case decode_errc::trailing_bytes:
       return "trailing_bytes";
+    case decode_errc::over_budget:
+      return "decoded value needs more memory than the decode budget allows";
   }
   return "unknown";
 }
