@@ -9,12 +9,21 @@
 //   * decode() (whole input) agrees with decode_from() (prefix) on the result;
 //   * decoding over an object that already holds another value (left by a decode of other,
 //     fuzzer-chosen bytes, possibly a failed one) gives the same value: decode overwrites.
+// And for every input, accepted or not, decoding with a decode_budget:
+//   * never charges more than the limit, and gives the plain decode's result or over_budget;
+//   * with an unlimited budget gives the plain result, charging some `needed` bytes; a budget
+//     of exactly `needed` gives the plain result too and one byte less gives over_budget (the
+//     charges are made in the same order every time);
+//   * under a small budget picked by byte 0's high bits (0 to 3,840 bytes) gives over_budget
+//     exactly when `needed` is over it, else the plain result and value, and decoding the same
+//     input again over what that left (reusing its memory) stays within a fresh budget.
 // ASan/UBSan catch any out-of-bounds read, bad bool/enum load or overflow on the way.
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -102,13 +111,69 @@ enum class order {
 };
 enum class equality { operator_eq, by_encoding };
 
+template <equality Eq, class T>
+bool same_value(const T& a, const T& b) {
+  if constexpr (Eq == equality::operator_eq) {
+    return a == b;
+  } else {
+    return encode_to_string(a) == encode_to_string(b);
+  }
+}
+
+// The decode_budget checks (see the top of the file). plain_ec / plain are decode()'s result
+// and value, without a budget.
+template <class T, equality Eq>
+void run_budgets(std::string_view input, codec::decode_errc plain_ec, const T& plain,
+                 std::size_t small_limit) {
+  using codec::decode_errc;
+  T counted{};
+  codec::decode_budget unlimited(std::numeric_limits<std::size_t>::max());
+  check(codec::decode(input, counted, unlimited) == plain_ec,
+        "an unlimited budget changed the result");
+  const std::size_t needed = unlimited.used();
+
+  T exact{};
+  codec::decode_budget exact_budget(needed);
+  check(codec::decode(input, exact, exact_budget) == plain_ec,
+        "a budget of exactly what is needed changed the result");
+  check(exact_budget.used() == needed, "a budget of exactly what is needed charged differently");
+  if (needed != 0) {
+    T less{};
+    codec::decode_budget less_budget(needed - 1);
+    check(codec::decode(input, less, less_budget) == decode_errc::over_budget,
+          "a budget one byte short of what is needed did not give over_budget");
+    check(less_budget.used() <= less_budget.limit(), "charged past the limit");
+  }
+
+  T small{};
+  codec::decode_budget small_budget(small_limit);
+  const decode_errc small_ec = codec::decode(input, small, small_budget);
+  check(small_budget.used() <= small_budget.limit(), "charged past the limit");
+  check(small_ec == (needed > small_limit ? decode_errc::over_budget : plain_ec),
+        "a small budget: not over_budget exactly when the need is over it");
+  if (small_ec == decode_errc::ok)
+    check(same_value<Eq>(small, plain), "a budget changed the value");
+
+  // Again over what that left: reused memory is not charged twice, but must still be counted
+  // right where it does not fit.
+  codec::decode_budget again_budget(small_limit);
+  const decode_errc again_ec = codec::decode(input, small, again_budget);
+  check(again_budget.used() <= again_budget.limit(), "charged past the limit (reusing)");
+  check(again_ec == plain_ec || again_ec == decode_errc::over_budget,
+        "a budget over a used object: neither the plain result nor over_budget");
+  if (again_ec == decode_errc::ok) {
+    check(same_value<Eq>(small, plain), "a budget over a used object changed the value");
+  }
+}
+
 template <class T, order Order = order::canonical, equality Eq = equality::operator_eq>
-void run(std::string_view input) {
+void run(std::string_view input, std::size_t budget_limit) {
   codec::reader r(input);
   T value{};
   const codec::decode_errc ec = codec::decode_from(r, value);
   T whole{};
   const codec::decode_errc whole_ec = codec::decode(input, whole);
+  run_budgets<T, Eq>(input, whole_ec, whole, budget_limit);
   if (ec != codec::decode_errc::ok) {
     check(whole_ec == ec, "decode() and decode_from() disagree on an error");
     return;  // malformed: nothing more to check
@@ -148,57 +213,60 @@ void run(std::string_view input) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return -1;
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  // Byte 0's high bits: a budget small enough that typical inputs run into it.
+  const std::size_t budget_limit = static_cast<std::size_t>(data[0] >> 4) * 256;
   using any = std::variant<std::monostate, std::int64_t, std::string, std::vector<bool>>;
   switch (data[0] % 16) {
     case 0:
-      run<message>(input);
+      run<message>(input, budget_limit);
       break;
     case 1:
-      run<registry, order::sorted_keys>(input);
+      run<registry, order::sorted_keys>(input, budget_limit);
       break;
     case 2:
-      run<std::string_view>(input);
+      run<std::string_view>(input, budget_limit);
       break;
     case 3:
-      run<std::vector<std::string>>(input);
+      run<std::vector<std::string>>(input, budget_limit);
       break;
     case 4:
-      run<std::map<int, std::vector<std::uint8_t>>, order::sorted_keys>(input);
+      run<std::map<int, std::vector<std::uint8_t>>, order::sorted_keys>(input, budget_limit);
       break;
     case 5:
-      run<std::optional<any>>(input);
+      run<std::optional<any>>(input, budget_limit);
       break;
     case 6:
-      run<std::tuple<std::uint8_t, std::string, bool, std::optional<std::int32_t>>>(input);
+      run<std::tuple<std::uint8_t, std::string, bool, std::optional<std::int32_t>>>(input,
+                                                                                    budget_limit);
       break;
     case 7:
-      run<std::array<std::uint16_t, 4>>(input);
+      run<std::array<std::uint16_t, 4>>(input, budget_limit);
       break;
     case 8:
-      run<std::array<std::optional<std::string>, 3>>(input);
+      run<std::array<std::optional<std::string>, 3>>(input, budget_limit);
       break;
     case 9:
-      run<sample, order::canonical, equality::by_encoding>(input);
+      run<sample, order::canonical, equality::by_encoding>(input, budget_limit);
       break;
     case 10:
       run<std::pair<std::string_view, std::span<const std::byte>>, order::canonical,
-          equality::by_encoding>(input);
+          equality::by_encoding>(input, budget_limit);
       break;
     case 11:
-      run<std::unordered_map<std::string, std::int32_t>, order::any_order>(input);
+      run<std::unordered_map<std::string, std::int32_t>, order::any_order>(input, budget_limit);
       break;
     case 12:
-      run<std::vector<std::variant<bool, color, std::string_view>>>(input);
+      run<std::vector<std::variant<bool, color, std::string_view>>>(input, budget_limit);
       break;
     case 13:
-      run<std::vector<leaf>>(input);
+      run<std::vector<leaf>>(input, budget_limit);
       break;
     case 14:
       run<std::tuple<std::vector<rgb>, std::vector<padded>, std::set<std::string>>,
-          order::sorted_keys>(input);
+          order::sorted_keys>(input, budget_limit);
       break;
     case 15:
-      run<std::vector<std::vector<std::tuple<std::string, toggle>>>>(input);
+      run<std::vector<std::vector<std::tuple<std::string, toggle>>>>(input, budget_limit);
       break;
   }
   return 0;

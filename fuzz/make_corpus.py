@@ -130,6 +130,13 @@ def codec_seeds():
         "bad_variant_index": (5, some(varint(4))),
         "bad_duplicate_key": (4, vec([i32(1) + vec([]), i32(1) + vec([])])),
         "bad_truncated": (0, message()[:-3]),
+        # Under a decode_budget of (selector >> 4) * 256 bytes: small on the wire, big in memory
+        # (64 empty strings are 2 KiB of std::string), or fitting only just.
+        "budget_empty_strings": (3 | 0x10, vec([s("")] * 64)),
+        "budget_nested_vectors": (15 | 0x30, vec([vec([s("a" * 40) + boolean(True)])] * 8)),
+        "budget_registry": (1 | 0x40, registry()),
+        "budget_unordered_map": (11 | 0x20, vec([s("k%d" % i) + i32(i) for i in range(9)])),
+        "budget_message": (0 | 0xF0, message()),
     }
     return {name: bytes([sel]) + data for name, (sel, data) in seeds.items()}
 
