@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -295,6 +296,37 @@ TEST(DecodeBudget, GrowthIsChargedForTheNewSizeNotTheGrowthPolicy) {
   EXPECT_EQ(s, std::string(150, 't'));
   EXPECT_EQ(m.allocated, 151u);
   EXPECT_EQ(string_budget.used(), 160u);
+}
+
+// A comparator whose copy may throw makes std::set's move constructor noexcept(false) (libstdc++
+// copies the comparator when moving a tree), so vector::reserve() copies such sets, and each
+// copied node would be allocated outside the budget.
+struct throwing_move_less {
+  throwing_move_less() = default;
+  throwing_move_less(const throwing_move_less&) noexcept(false) {}
+  throwing_move_less(throwing_move_less&&) noexcept(false) {}
+  throwing_move_less& operator=(const throwing_move_less&) = default;
+  throwing_move_less& operator=(throwing_move_less&&) = default;
+  bool operator()(std::int32_t a, std::int32_t b) const { return a < b; }
+};
+
+TEST(DecodeBudget, GrowingPastElementsThatCannotMoveSafelyDoesNotCopyThem) {
+  using element = std::set<std::int32_t, throwing_move_less>;
+  static_assert(!std::is_nothrow_move_constructible_v<element>);
+  std::vector<element> out(2);
+  for (std::int32_t i = 0; i < 50; ++i) {
+    out[0].insert(i);
+    out[1].insert(-i);
+  }
+  out.shrink_to_fit();
+  const std::vector<element> value{{1}, {}, {2, 3}};
+  decode_budget budget(mib);
+  const measured m = decode_measured(to_bytes(value), out, budget);
+  ASSERT_EQ(m.ec, decode_errc::ok);
+  EXPECT_EQ(out, value);
+  // The new block and the 3 new nodes; the 100 old nodes were not copied.
+  EXPECT_LT(m.allocated, 3 * sizeof(element) + 3 * 64);
+  EXPECT_GE(budget.used(), m.allocated);
 }
 
 TEST(DecodeBudget, ExactlyTheNeededBudgetPassesAndOneByteLessFails) {

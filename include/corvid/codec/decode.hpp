@@ -113,6 +113,9 @@ bool make_room(Vector& out, std::size_t n, decode_budget& budget) {
     if (!budget.take((n + 8 * word - 1) / (8 * word) * word)) return false;
   } else {
     if (!take_n(budget, n, sizeof(E))) return false;
+    // reserve() copies elements that may throw while moving, and a copy allocates uncharged;
+    // they are about to be overwritten anyway.
+    if constexpr (!std::is_nothrow_move_constructible_v<E>) out.clear();
   }
   out.reserve(n);
   return true;
