@@ -24,7 +24,8 @@ server_memory::server_memory(const server_config& config)
                    &server),
       queued_replies("queued_replies", unlimited_memory, &server),
       in_flight("in_flight", in_flight_limit(server.limit(), read_buffers.limit()), &server),
-      max_queued_reply_bytes(config.max_queued_reply_bytes) {}
+      max_queued_reply_bytes(config.max_queued_reply_bytes),
+      max_call_bytes_per_connection(config.max_call_bytes_per_connection) {}
 
 void server_memory::add_holder(const void* key, std::function<void()> reclaim) {
   std::lock_guard lk(mutex_);
@@ -37,20 +38,30 @@ void server_memory::remove_holder(const void* key) {
 }
 
 void server_memory::wait(std::function<void()> resume, const std::function<bool()>& enough,
-                         bool for_read) {
+                         bool for_read, std::size_t need) {
   std::unordered_map<const void*, std::function<void()>> reclaim;
   {
     std::lock_guard lk(mutex_);
-    resume_.push_back(std::move(resume));
+    (for_read ? read_waiters_ : call_waiters_).push_back({std::move(resume), need});
     waiters_.fetch_add(1, std::memory_order_relaxed);
-    if (for_read) reclaim.swap(holders_);
+    reclaim.swap(holders_);
   }
   for (auto& [key, r] : reclaim) r();  // their releases notify us
   // Pairs with the fence in notify(): either that notify sees the waiter, or this check sees
   // the memory it released.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  // Memory freed in between: wake everyone (us included); spurious resumes just retry.
+  // Memory freed in between: wake whoever fits (us included); spurious resumes just retry.
   if (enough()) notify();
+}
+
+void server_memory::take_ready(std::deque<waiter>& q, std::size_t available,
+                               std::vector<std::function<void()>>& ready) {
+  // In order: a large waiter at the front is not overtaken forever by small ones behind it.
+  while (!q.empty() && q.front().need <= available) {
+    available -= q.front().need;
+    ready.push_back(std::move(q.front().resume));
+    q.pop_front();
+  }
 }
 
 void server_memory::notify() {
@@ -59,8 +70,9 @@ void server_memory::notify() {
   std::vector<std::function<void()>> ready;
   {
     std::lock_guard lk(mutex_);
-    ready.swap(resume_);
-    waiters_.store(0, std::memory_order_relaxed);
+    take_ready(read_waiters_, read_buffers.available(), ready);
+    take_ready(call_waiters_, in_flight.available(), ready);
+    waiters_.store(read_waiters_.size() + call_waiters_.size(), std::memory_order_relaxed);
   }
   for (auto& r : ready) r();
 }
@@ -69,7 +81,7 @@ connection_memory::connection_memory(server_memory& server, const std::string& n
     : server_(server),
       read_(name, unlimited_memory, &server.read_buffers),
       replies_(name, unlimited_memory, &server.queued_replies),
-      calls_(name, unlimited_memory, &server.in_flight) {}
+      calls_(name, server.max_call_bytes_per_connection, &server.in_flight) {}
 
 connection_memory::~connection_memory() {
   // The trackers give back what is still charged as they go; then waiters may proceed.
@@ -84,6 +96,13 @@ bool connection_memory::reserve_read(std::size_t capacity) noexcept {
   if (!read_.try_reserve(capacity - read_charged_)) return false;
   read_charged_ = capacity;
   return true;
+}
+
+bool connection_memory::reserve_read_speculative(std::size_t capacity) noexcept {
+  if (capacity <= read_charged_) return true;
+  const std::size_t growth = capacity - read_charged_;
+  if (server_.read_buffers.current() + growth > server_.read_buffers.limit() / 2) return false;
+  return reserve_read(capacity);
 }
 
 void connection_memory::settle_read(std::size_t capacity) noexcept {
@@ -108,9 +127,29 @@ bool connection_memory::admit(std::size_t bytes) noexcept {
       return false;
     }
   }
-  credit_ -= bytes;
-  admitted_ = bytes;
   return true;
+}
+
+void connection_memory::release_credit() noexcept {
+  if (credit_ == 0) return;
+  calls_.release(std::exchange(credit_, 0));
+  server_.notify();
+}
+
+std::size_t connection_memory::allowance(std::size_t want) noexcept {
+  if (credit_ < want && !admit(want)) {
+    // All there is (another reactor may take some in between: then nothing more).
+    if (const std::size_t room = calls_.available(); room != 0 && calls_.try_reserve(room)) {
+      credit_ += room;
+    }
+  }
+  return credit_;
+}
+
+void connection_memory::charge_admitted(std::size_t bytes) noexcept {
+  bytes = std::min(bytes, credit_);  // never more than was allowed
+  credit_ -= bytes;
+  admitted_ += bytes;
 }
 
 std::size_t connection_memory::take_admitted() noexcept { return std::exchange(admitted_, 0); }
@@ -129,14 +168,30 @@ void connection_memory::end_batch() noexcept {
   server_.notify();
 }
 
-void connection_memory::settle_replies(std::size_t bytes) noexcept {
-  if (bytes > replies_charged_) {
-    replies_.reserve(bytes - replies_charged_);
-  } else if (bytes < replies_charged_) {
-    replies_.release(replies_charged_ - bytes);
+bool connection_memory::reserve_reply(std::size_t bytes, std::size_t queued) noexcept {
+  if (queued != 0 && replies_full(queued)) return false;
+  const std::size_t spare = replies_charged_ > queued ? replies_charged_ - queued : 0;
+  if (spare >= bytes) return true;
+  const std::size_t missing = bytes - spare;
+  const std::size_t step = std::max(missing, credit_step);
+  if (replies_.try_reserve(step)) {
+    replies_charged_ += step;
+  } else if (step != missing && replies_.try_reserve(missing)) {
+    replies_charged_ += missing;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void connection_memory::settle_replies(std::size_t queued) noexcept {
+  if (queued > replies_charged_) {
+    replies_.reserve(queued - replies_charged_);
+  } else if (queued < replies_charged_) {
+    replies_.release(replies_charged_ - queued);
     server_.notify();
   }
-  replies_charged_ = bytes;
+  replies_charged_ = queued;
 }
 
 }  // namespace corvid::detail

@@ -10,11 +10,14 @@
 //      └─ in_flight
 //         └─ <peer>           request bytes of running calls (a coroutine copies its request)
 //
-// Reads and calls are admitted with try_reserve before anything is allocated; a connection
-// that is refused pauses (stops reading: TCP pushes back on its client) and registers as a
-// waiter, resumed when memory is released. Replies already encoded are charged as they are.
+// Reads, calls (request copies, decoded arguments, call state) and replies are all reserved
+// with try_reserve before anything is allocated; a connection that is refused pauses (stops
+// reading: TCP pushes back on its client) and registers as a waiter, resumed in order when
+// memory is released. Only small, bounded frames (errors, control) are charged by force.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -35,29 +38,41 @@ class server_memory {
   memory_tracker queued_replies;
   memory_tracker in_flight;
   const std::size_t max_queued_reply_bytes;
+  const std::size_t max_call_bytes_per_connection;
 
   // Runs `resume` (on the thread that frees memory: it should post to its reactor) once
-  // memory is released. Checks `enough` after registering, so a release between the failed
-  // reservation and this call is never missed.
-  // `for_read`: the waiter needs read-buffer memory, so idle connections holding more
-  // than they need are asked to give it back (see add_holder).
-  void wait(std::function<void()> resume, const std::function<bool()>& enough, bool for_read);
-  // A connection whose read buffer stays grown while it is idle registers a `reclaim` (it
-  // should post to its reactor), run once when someone waits for read memory: an idle
-  // connection would otherwise keep that memory until its next read, however long. A
-  // connection that closes first removes itself (its callback's weak_ptr would otherwise
-  // keep the connection's storage allocated).
+  // `need` more bytes of read memory (`for_read`) or call memory are available. Checks
+  // `enough` after registering, so a release between the failed reservation and this call is
+  // never missed. A read waiter asks idle connections holding more than they need to give it
+  // back (see add_holder).
+  void wait(std::function<void()> resume, const std::function<bool()>& enough, bool for_read,
+            std::size_t need);
+  // A connection holding memory it could give back (a grown idle read buffer, replies its
+  // peer does not read) registers a `reclaim` (it should post to its reactor), run once when
+  // someone waits for memory: it would otherwise keep that memory however long. A connection
+  // that closes first removes itself (its callback's weak_ptr would otherwise keep the
+  // connection's storage allocated).
   void add_holder(const void* key, std::function<void()> reclaim);
   void remove_holder(const void* key);
-  // After releasing memory: resumes every waiter (each retries; those still refused wait
-  // again). One fence and one load when nobody waits.
+  // After releasing memory: resumes waiters in arrival order while what they need is
+  // available (each retries; one still refused waits again), so a release costs O(woken),
+  // not O(waiters). One fence and one load when nobody waits.
   void notify();
   bool has_waiters() const noexcept { return waiters_.load(std::memory_order_relaxed) != 0; }
 
  private:
+  struct waiter {
+    std::function<void()> resume;
+    std::size_t need;
+  };
+  // Pops the waiters of `q` that fit in `available`, in order, into `ready`.
+  static void take_ready(std::deque<waiter>& q, std::size_t available,
+                         std::vector<std::function<void()>>& ready);
+
   std::atomic<std::size_t> waiters_{0};
   std::mutex mutex_;
-  std::vector<std::function<void()>> resume_;
+  std::deque<waiter> read_waiters_;
+  std::deque<waiter> call_waiters_;
   std::unordered_map<const void*, std::function<void()>> holders_;
 };
 
@@ -69,12 +84,28 @@ class connection_memory {
 
   // Read buffer: reserve before growing to `capacity`; false = no room, do not grow.
   bool reserve_read(std::size_t capacity) noexcept;
+  // The same for growth that nothing guarantees will complete (a bigger read room, a frame
+  // grown with its bytes before it is granted whole): allowed only while all read buffers
+  // together hold under half their limit. The other half stays for whole-frame grants, so
+  // connections holding partial frames can never take all the memory and leave every one of
+  // them waiting for more (a deadlock).
+  bool reserve_read_speculative(std::size_t capacity) noexcept;
   // Brings the read charge to the buffer's capacity after it changed (a shrink releases).
   void settle_read(std::size_t capacity) noexcept;
 
-  // In-flight calls. Before dispatching a frame: room for its request bytes, taken from a
-  // batch credit so a batch of small calls costs one reservation. False = no room.
+  // In-flight calls. Before dispatching a frame: room for its request bytes in a batch
+  // credit (a batch of small calls costs one reservation). False = no room. A coroutine call,
+  // which copies its request, charges the bytes from the credit (charge_admitted); a
+  // synchronous one reads the request where it lies in the read buffer, already charged.
   bool admit(std::size_t bytes) noexcept;
+  // Gives the unused credit back now (a reply needs the memory), instead of at end_batch().
+  void release_credit() noexcept;
+  // Credit the frame being dispatched may still take (decoded arguments, call state), after
+  // reserving up to `want` (as much of it as the trackers allow; unused credit returns at
+  // end_batch()).
+  std::size_t allowance(std::size_t want) noexcept;
+  // Moves `bytes` of the allowance into the admitted frame's charge.
+  void charge_admitted(std::size_t bytes) noexcept;
   // The admitted frame became a running call that keeps its bytes until call_done().
   std::size_t take_admitted() noexcept;
   // The admitted frame is done (handled synchronously): its bytes return to the credit.
@@ -83,9 +114,18 @@ class connection_memory {
   // End of a batch: unused credit goes back.
   void end_batch() noexcept;
 
-  // Queued replies: charge what is queued now (already allocated, so past limits if need be).
-  void settle_replies(std::size_t bytes) noexcept;
-  bool replies_full() const noexcept { return replies_charged_ >= server_.max_queued_reply_bytes; }
+  // Queued replies. Before encoding a reply of `bytes`, with `queued` bytes already queued:
+  // reserves it (from a credit, like calls). False = refused: the connection's queue is at
+  // max_queued_reply_bytes, or the server has no memory for it.
+  bool reserve_reply(std::size_t bytes, std::size_t queued) noexcept;
+  // Brings the reply charge to what is queued now: releases spare credit and what was
+  // written; charges by force what was queued without a reservation (small bounded frames).
+  void settle_replies(std::size_t queued) noexcept;
+  bool replies_full(std::size_t queued) const noexcept {
+    return queued >= server_.max_queued_reply_bytes;
+  }
+  // Whether a reply could ever be queued (its size against the server's limit).
+  bool reply_could_fit(std::size_t bytes) const noexcept { return bytes <= server_.server.limit(); }
 
   // Whether a refused reservation could ever succeed: one larger than its tracker's limit
   // would wait forever, so the caller answers message_too_large instead of waiting.
@@ -93,7 +133,7 @@ class connection_memory {
     return capacity <= server_.read_buffers.limit();
   }
   bool call_could_fit(std::size_t bytes) const noexcept {
-    return bytes <= server_.in_flight.limit();
+    return bytes <= std::min(server_.in_flight.limit(), calls_.limit());
   }
 
   // Room a reservation could still get (for deciding whether a waiter may retry).
@@ -107,9 +147,9 @@ class connection_memory {
   memory_tracker replies_;
   memory_tracker calls_;
   std::size_t read_charged_ = 0;
-  std::size_t replies_charged_ = 0;
-  std::size_t credit_ = 0;    // reserved on calls_, not yet owned by a call
-  std::size_t admitted_ = 0;  // the frame being dispatched
+  std::size_t replies_charged_ = 0;  // queued replies plus spare reply credit
+  std::size_t credit_ = 0;           // reserved on calls_, not yet owned by a call
+  std::size_t admitted_ = 0;         // the frame being dispatched
 };
 
 }  // namespace corvid::detail

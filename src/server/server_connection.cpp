@@ -20,6 +20,12 @@ namespace {
 // Reads offer the kernel 4 KiB at first; each read that fills its room doubles it (up to
 // max_read_room), so a busy connection takes many frames per recv.
 constexpr std::size_t max_read_room = 256 * 1024;
+// Error messages (a handler's what() included) are cut to this: an error frame is charged
+// by force, so its size must be bounded.
+constexpr std::size_t max_error_message = 4096;
+// While others wait for memory, a connection pausing for calls or replies needs this much
+// call memory free before it dispatches again.
+constexpr std::size_t min_dispatch_room = 4096;
 }  // namespace
 
 server_connection::server_connection(server_core& core,
@@ -55,7 +61,14 @@ void server_connection::refuse(std::string reason) {
 bool server_connection::has_time_limits() const noexcept {
   const server_config& c = core_.config;
   return c.idle_timeout.count() > 0 || c.frame_read_timeout.count() > 0 ||
-         c.heartbeat_interval.count() > 0 || c.heartbeat_timeout.count() > 0;
+         c.heartbeat_interval.count() > 0 || c.heartbeat_timeout.count() > 0 ||
+         c.write_timeout.count() > 0;
+}
+
+std::chrono::milliseconds server_connection::stall_grace() const noexcept {
+  constexpr std::chrono::milliseconds most{1000};
+  const auto w = core_.config.write_timeout;
+  return w.count() > 0 ? std::min(w / 10, most) : most;
 }
 
 std::chrono::steady_clock::time_point server_connection::next_check() const noexcept {
@@ -69,10 +82,16 @@ std::chrono::steady_clock::time_point server_connection::next_check() const noex
   if (c.heartbeat_interval.count() > 0) {
     t = std::min(t, std::max(last_heard_, last_ping_) + c.heartbeat_interval);
   }
-  // A frame may start later: look again within frame_read_timeout.
-  if (c.frame_read_timeout.count() > 0) {
-    t = std::min(t, std::chrono::steady_clock::now() + c.frame_read_timeout);
+  const time_point now = std::chrono::steady_clock::now();
+  if (c.write_timeout.count() > 0) {
+    // A write starts without re-arming the timer (the hot path never touches it), so a
+    // stalled write is seen within half a write_timeout after it began, and closed by
+    // 1.5 x write_timeout at the latest.
+    if (writing_) t = std::min(t, write_moved_ + c.write_timeout);
+    t = std::min(t, now + c.write_timeout / 2);
   }
+  // A frame may start later: look again within frame_read_timeout.
+  if (c.frame_read_timeout.count() > 0) t = std::min(t, now + c.frame_read_timeout);
   return t;
 }
 
@@ -87,9 +106,24 @@ void server_connection::arm_timer() {
 void server_connection::on_timer() {
   const server_config& c = core_.config;
   const time_point now = std::chrono::steady_clock::now();
-  if (waiting_memory_) {
-    // Paused by this server's memory limit: what the peer sends waits in the kernel, so a
-    // frame not progressing and a peer not heard are our doing. The clocks restart.
+  if (c.write_timeout.count() > 0 &&
+      (write_stalled_for(c.write_timeout, now) ||
+       (core_.memory.has_waiters() && write_stalled_for(stall_grace(), now)))) {
+    core_.stats.on_dead_peer();
+    close();  // the peer stopped reading our replies: its memory goes back
+    return;
+  }
+  if (!waiting_memory_ && !read_buf_.empty() &&
+      read_buf_.capacity() > core_.config.read_buffer_size && core_.memory.has_waiters() &&
+      now - last_heard_ >= stall_grace()) {
+    core_.stats.on_dead_peer();
+    close();  // a frame granted memory stopped arriving while others wait for memory
+    return;
+  }
+  if (waiting_memory_ || waiting_calls_ || waiting_writes_) {
+    // Paused by a limit of this server: what the peer sends waits in the kernel, so a frame
+    // not progressing and a peer not heard are our doing. The clocks restart (a peer that
+    // does not read is caught by write_timeout above).
     if (frame_started_ != time_point{}) frame_started_ = now;
     last_heard_ = now;
   }
@@ -104,7 +138,7 @@ void server_connection::on_timer() {
     return;
   }
   if (c.idle_timeout.count() > 0 && now >= last_activity_ + c.idle_timeout) {
-    if (in_flight_ == 0 && !writing_ && pending_.empty()) {
+    if (running_.empty() && !writing_ && pending_.empty()) {
       close();
       return;
     }
@@ -121,16 +155,17 @@ void server_connection::on_timer() {
 }
 
 void server_connection::read_more() {
-  if (closed_ || stop_reading_ || reading_ || rdma_next_ || waiting_memory_ || waiting_writes_) {
+  if (closed_ || stop_reading_ || reading_ || rdma_next_ || waiting_memory_ || waiting_writes_ ||
+      waiting_calls_) {
     return;
   }
-  if (mem_.replies_full()) {
+  if (mem_.replies_full(queued_reply_bytes())) {
     // The client sends but does not read: read none of its requests until writes drain.
     waiting_writes_ = true;
     return;
   }
   // Growing the read room is reserved first; without memory the current buffer must do.
-  if (read_room_ > read_buf_.capacity() && !mem_.reserve_read(read_room_)) {
+  if (read_room_ > read_buf_.capacity() && !mem_.reserve_read_speculative(read_room_)) {
     read_room_ = std::max<std::size_t>(read_buf_.capacity(), 1);
   }
   const std::size_t free_room = read_buf_.capacity() - read_buf_.size();
@@ -162,12 +197,14 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
     return;
   }
   if (ec) {
-    // EOF: the peer will send nothing more but may still await replies (half-close).
     stop_reading_ = true;
     if (ec != asio::error::eof) {
       close();
       return;
     }
+    // EOF: the peer sends nothing more. Its running calls are cancelled and their memory
+    // returned (a client that half-closed may still read what is already queued).
+    on_peer_finished();
     close_if_done();
     return;
   }
@@ -189,9 +226,21 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
 
 void server_connection::reclaim_read_buffer() {
   holding_ = false;
-  // Mid-frame the buffer is in use; its batch end shrinks it while anyone waits.
-  if (closed_ || rdma_ || !read_buf_.empty() || skip_ != 0 ||
-      read_buf_.capacity() <= core_.config.read_buffer_size) {
+  if (closed_ || rdma_ || skip_ != 0 || read_buf_.capacity() <= core_.config.read_buffer_size) {
+    return;
+  }
+  if (!read_buf_.empty()) {
+    // Mid-frame the buffer is in use (its batch end shrinks it while anyone waits), unless
+    // the frame stopped arriving: memory granted for a frame its peer does not send is
+    // taken back from a peer that stays silent for stall_grace() while others wait.
+    if (waiting_memory_) return;  // paused by us, not by the peer
+    const time_point now = std::chrono::steady_clock::now();
+    if (now - last_heard_ >= stall_grace()) {
+      core_.stats.on_dead_peer();
+      close();
+      return;
+    }
+    recheck_at(last_heard_ + stall_grace());
     return;
   }
   if (reading_) {
@@ -210,6 +259,11 @@ void server_connection::shrink_idle_read_buffer() {
   mem_.settle_read(read_buf_.capacity());  // releases, and wakes the waiters
 }
 
+void server_connection::on_peer_finished() {
+  peer_finished_ = true;
+  cancel_all_running();
+}
+
 void server_connection::wait_for_memory(bool for_read, std::size_t need) {
   waiting_memory_ = true;
   std::weak_ptr<server_connection> weak =
@@ -221,12 +275,17 @@ void server_connection::wait_for_memory(bool for_read, std::size_t need) {
       [this, for_read, need] {
         return (for_read ? mem_.read_available() : mem_.call_available()) >= need;
       },
-      for_read);
+      for_read, need);
 }
 
 void server_connection::resume_after_memory() {
   if (closed_ || !waiting_memory_) return;
   waiting_memory_ = false;
+  resume_dispatch();
+}
+
+void server_connection::resume_dispatch() {
+  if (closed_ || waiting_memory_ || waiting_calls_ || waiting_writes_) return;
   if (stop_reading_) {  // draining: frames still buffered are not started
     close_if_done();
     return;
@@ -267,30 +326,7 @@ bool server_connection::process_frames() {
       break;
     }
     if (read_buf_.size() < h.frame_size()) {
-      // Make room for the whole frame now, so the next reads complete it without regrowing.
-      // The memory is reserved before it is allocated; without it the connection waits.
-      if (h.frame_size() > read_buf_.capacity()) {
-        // What the buffer will really hold: the pool's size class (exact above the classes).
-        const std::size_t grown = buffer_pool::class_size(h.frame_size());
-        if (!mem_.reserve_read(grown)) {
-          if (!mem_.read_could_fit(grown)) {
-            // Waiting would never end. The frame is within max_frame_size, so the client
-            // sends it whole: answer, and discard its bytes as they come.
-            reply_error(h.request_id, rpc_errc::message_too_large,
-                        "frame of " + std::to_string(h.frame_size()) +
-                            " bytes exceeds the server's read-buffer memory (" +
-                            std::to_string(core_.memory.read_buffers.limit()) + " bytes)");
-            skip_ = h.frame_size() - read_buf_.size();
-            read_buf_.consume(read_buf_.size());
-            ++frames;
-            break;
-          }
-          wait_for_memory(true, grown - read_buf_.capacity());
-          break;
-        }
-        read_buf_.reserve(grown);
-      }
-      read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
+      grow_for_frame(h, frames);
       break;
     }
     if (h.type == protocol::msg_type::rdma_setup) {
@@ -299,21 +335,7 @@ bool server_connection::process_frames() {
       break;  // the client sends nothing more on this socket
     }
     if (h.type == protocol::msg_type::request) {
-      // Room for the request bytes a coroutine call copies, before it runs.
-      if (mem_.admit(h.payload_size())) {
-        dispatch(h, read_buf_.data() + protocol::header_size);
-        mem_.return_admitted();  // unless a coroutine call took the bytes
-      } else if (!mem_.call_could_fit(h.payload_size())) {  // waiting would never end
-        reply_error(h.request_id, rpc_errc::message_too_large,
-                    "request of " + std::to_string(h.payload_size()) +
-                        " bytes exceeds the server's memory for running calls (" +
-                        std::to_string(core_.memory.in_flight.limit()) + " bytes)");
-      } else if (core_.config.busy_at_memory_limit) {
-        reply_error(h.request_id, rpc_errc::server_busy, "server at its memory limit");
-      } else {
-        wait_for_memory(false, h.payload_size());
-        break;
-      }
+      if (!admit_request(h, ok)) break;
       requests = true;
       ++frames;
     } else {
@@ -354,6 +376,109 @@ bool server_connection::process_frames() {
   return ok;
 }
 
+bool server_connection::grow_for_frame(const protocol::frame_header& h, std::uint64_t& frames) {
+  const std::size_t have = read_buf_.size();
+  // What the buffer holds for the whole frame: the pool's size class (exact above them).
+  const std::size_t whole = buffer_pool::class_size(h.frame_size());
+  // A header claims a length; only bytes received prove it. Up to max_read_room the buffer
+  // grows with what arrives (at most about twice it), so a peer that sends headers and stops
+  // holds next to nothing. Past that, or when speculative growth is refused, the frame is
+  // granted whole: a granted frame always completes, which keeps the server from filling up
+  // with partial frames that all wait for memory. A frame larger than a quarter of the read
+  // memory is granted at its header, as such a grant might otherwise never fit.
+  if (whole <= core_.memory.read_buffers.limit() / 4) {
+    const std::size_t want = buffer_pool::class_size(
+        std::min<std::size_t>(h.frame_size(), std::max({2 * have, read_room_, std::size_t{4096}})));
+    if (want <= std::max(max_read_room, read_buf_.capacity()) &&
+        mem_.reserve_read_speculative(want)) {
+      read_buf_.reserve(want);
+      read_buf_.ensure_tail(std::min(h.frame_size(), read_buf_.capacity()) - have);
+      return true;
+    }
+  }
+  if (whole > read_buf_.capacity()) {
+    if (!mem_.reserve_read(whole)) {
+      if (!mem_.read_could_fit(whole)) {
+        // Waiting would never end. The frame is within max_frame_size, so the client sends
+        // it whole: answer, and discard its bytes as they come.
+        reply_error(h.request_id, rpc_errc::message_too_large,
+                    "frame of " + std::to_string(h.frame_size()) +
+                        " bytes exceeds the server's read-buffer memory (" +
+                        std::to_string(core_.memory.read_buffers.limit()) + " bytes)");
+        skip_ = h.frame_size() - have;
+        read_buf_.consume(have);
+        ++frames;
+        return false;
+      }
+      wait_for_memory(true, whole - read_buf_.capacity());
+      return false;
+    }
+    read_buf_.reserve(whole);
+  }
+  read_buf_.ensure_tail(h.frame_size() - have);
+  return true;
+}
+
+bool server_connection::admit_request(const protocol::frame_header& h, bool& ok) {
+  if (h.request_id == 0) {
+    fail(0, rpc_errc::protocol_error, "request id 0 is reserved");
+    ok = false;
+    return false;
+  }
+  if (running_.find(h.request_id) != nullptr) {
+    // Its reply could not be told from the running call's: the client is broken.
+    fail(0, rpc_errc::protocol_error,
+         "request id " + std::to_string(h.request_id) + " reused while its call is running");
+    ok = false;
+    return false;
+  }
+  // Limits that pause the connection: the frame stays in the buffer, nothing more is read,
+  // and the batch goes on when the limit lifts.
+  if (in_flight_ >= core_.config.max_calls_per_connection) {
+    waiting_calls_ = true;  // call_finished resumes
+    return false;
+  }
+  if (mem_.replies_full(queued_reply_bytes())) {
+    waiting_writes_ = true;  // on_write resumes
+    hold_replies();
+    return false;
+  }
+  const bool server_full = core_.memory.server.available() < min_dispatch_room;
+  if (server_full && !core_.config.busy_at_memory_limit) {
+    // The server is full (replies count too): dispatching would only produce busy errors.
+    wait_for_memory(false, min_dispatch_room);
+    return false;
+  }
+  // Room for the request bytes a coroutine call copies, before it runs.
+  if (!server_full && mem_.admit(h.payload_size())) {
+    served_request_ = true;
+    try {
+      dispatch(h, read_buf_.data() + protocol::header_size);
+    } catch (...) {
+      // Out of memory in our own bookkeeping (handlers' and decoders' exceptions are answered
+      // where they happen): this connection cannot keep its replies consistent.
+      mem_.return_admitted();
+      close();
+      ok = false;
+      return false;
+    }
+    mem_.return_admitted();                             // unless a coroutine call took the bytes
+  } else if (!mem_.call_could_fit(h.payload_size())) {  // waiting would never end
+    reply_error(h.request_id, rpc_errc::message_too_large,
+                "request of " + std::to_string(h.payload_size()) +
+                    " bytes exceeds the server's memory for running calls (" +
+                    std::to_string(std::min(core_.memory.in_flight.limit(),
+                                            core_.config.max_call_bytes_per_connection)) +
+                    " bytes)");
+  } else if (core_.config.busy_at_memory_limit) {
+    reply_error(h.request_id, rpc_errc::server_busy, "server at its memory limit");
+  } else {
+    wait_for_memory(false, h.payload_size());
+    return false;
+  }
+  return true;
+}
+
 void server_connection::dispatch(const protocol::frame_header& h, const char* payload) {
   request_view req{h.request_id, h.function_id, std::string_view(payload, h.body_length),
                    std::string_view(payload + h.body_length, h.attachment_length)};
@@ -375,6 +500,7 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
     reply_error(h.request_id, rpc_errc::function_not_found, msg);
     return;
   }
+  running_.reserve_one();  // a coroutine call's slot in the index, before it starts
   entry->invoke(entry->object, *this, req);
 }
 
@@ -403,26 +529,20 @@ void server_connection::queue_control(protocol::msg_type type, std::uint64_t id)
 }
 
 void server_connection::cancel_running(std::uint64_t request_id) {
-  // A linear walk: coroutine calls in flight on one connection are few, cancels rare.
-  for (request_context* c = running_; c != nullptr; c = c->next_running) {
-    if (c->request_id() == request_id && !c->cancelled()) {
-      core_.stats.on_cancelled();
-      c->cancel();
-      return;
-    }
+  request_context* c = running_.find(request_id);  // O(1): a peer may send cancels by the million
+  if (c != nullptr && !c->cancelled()) {
+    core_.stats.on_cancelled();
+    c->cancel();
   }
 }
 
 void server_connection::cancel_all_running() {
-  for (request_context* c = running_; c != nullptr;) {
-    request_context* next = c->next_running;  // cancel() may resume nothing inline, but be safe
-    c->cancel();
-    c = next;
-  }
+  // cancel() only emits a signal and resumes nothing inline, so the index stays as it is.
+  running_.for_each([](request_context* c) { c->cancel(); });
 }
 
 void server_connection::on_rdma_setup(const protocol::frame_header& h, const char* payload) {
-  if (rdma_ || rdma_next_) {
+  if (rdma_ || rdma_next_ || served_request_) {
     fail(0, rpc_errc::protocol_error, "rdma_setup is only valid as a connection's first frame");
     return;
   }
@@ -449,7 +569,36 @@ void server_connection::switch_to_rdma() {
   read_more();
 }
 
-outbound_queue& server_connection::begin_reply(std::uint64_t request_id) {
+outbound_queue* server_connection::begin_reply(std::uint64_t request_id, std::size_t frame_bytes) {
+  const std::size_t body = frame_bytes - protocol::header_size;
+  if (body > core_.config.max_frame_size) {
+    // Fail this call alone; a frame the peer must refuse would cost it the whole connection.
+    reply_error(request_id, rpc_errc::message_too_large,
+                "reply of " + std::to_string(body) + " bytes exceeds max_frame_size " +
+                    std::to_string(core_.config.max_frame_size));
+    return nullptr;
+  }
+  // Reserved before it is encoded: a peer asking for big replies and not reading them must
+  // not make the server hold more than its limits.
+  // Credit set aside for calls may be what is missing: a reply comes before new calls.
+  if (!mem_.reserve_reply(frame_bytes, queued_reply_bytes()) &&
+      (mem_.release_credit(), !mem_.reserve_reply(frame_bytes, queued_reply_bytes()))) {
+    if (!mem_.reply_could_fit(frame_bytes)) {
+      reply_error(request_id, rpc_errc::message_too_large,
+                  "reply of " + std::to_string(frame_bytes) +
+                      " bytes exceeds the server's memory limit (" +
+                      std::to_string(core_.memory.server.limit()) + " bytes)");
+    } else if (mem_.replies_full(queued_reply_bytes())) {
+      reply_error(request_id, rpc_errc::server_busy,
+                  "reply not queued: " + std::to_string(queued_reply_bytes()) +
+                      " reply bytes already wait for this client to read them");
+    } else {
+      reply_error(request_id, rpc_errc::server_busy,
+                  "reply of " + std::to_string(frame_bytes) +
+                      " bytes not queued: the server is at its memory limit");
+    }
+    return nullptr;
+  }
   reply_mark_ = pending_.mark();
   reply_id_ = request_id;
   reply_open_ = true;
@@ -457,7 +606,7 @@ outbound_queue& server_connection::begin_reply(std::uint64_t request_id) {
   h.type = protocol::msg_type::response;
   h.request_id = request_id;
   protocol::encode_header(h, pending_.extend(protocol::header_size));
-  return pending_;
+  return &pending_;
 }
 
 void server_connection::end_reply(request_context* ctx) {
@@ -466,13 +615,6 @@ void server_connection::end_reply(request_context* ctx) {
   const std::size_t attachment = ctx == nullptr ? 0
                                  : owned        ? ctx->owned_attachment_size()
                                                 : ctx->response_attachment_view().size();
-  if (body + attachment > core_.config.max_frame_size) {
-    // Fail this call alone; a frame the peer must refuse would cost it the whole connection.
-    reply_error(reply_id_, rpc_errc::message_too_large,
-                "reply of " + std::to_string(body + attachment) + " bytes exceeds max_frame_size " +
-                    std::to_string(core_.config.max_frame_size));
-    return;
-  }
   protocol::frame_header h;
   h.type = protocol::msg_type::response;
   h.request_id = reply_id_;
@@ -494,6 +636,9 @@ void server_connection::reply_error(std::uint64_t request_id, rpc_errc code,
     pending_.rollback(reply_mark_);
     reply_open_ = false;
   }
+  // Error frames are queued even past the reply limits (a call must end with its error), so
+  // they are kept small; the dispatch loop's pause at those limits bounds how many queue up.
+  message = message.substr(0, max_error_message);
   const std::size_t mark = pending_.mark();
   protocol::frame_header h;
   h.type = protocol::msg_type::response;
@@ -542,23 +687,25 @@ void server_connection::write_each() {
 
 void server_connection::call_started(request_context& ctx) noexcept {
   ++in_flight_;
-  ctx.memory_charge = mem_.take_admitted();  // the call keeps its request bytes
-  ctx.prev_running = nullptr;
-  ctx.next_running = running_;
-  if (running_ != nullptr) running_->prev_running = &ctx;
-  running_ = &ctx;
-  if (closed_) ctx.cancel();  // started by a batch that arrived as the connection closed
+  ctx.memory_charge = mem_.take_admitted();  // the call keeps its request bytes and state
+  running_.insert(&ctx);  // admit_request refused a duplicate id; dispatch reserved the slot
+  if (closed_ || peer_finished_) ctx.cancel();  // nobody will read its reply
   core_.handler_started();
 }
 
 void server_connection::call_finished(request_context& ctx) noexcept {
   --in_flight_;
-  (ctx.prev_running ? ctx.prev_running->next_running : running_) = ctx.next_running;
-  if (ctx.next_running != nullptr) ctx.next_running->prev_running = ctx.prev_running;
-  ctx.prev_running = ctx.next_running = nullptr;
+  running_.erase(&ctx);
   mem_.call_done(std::exchange(ctx.memory_charge, 0));
   last_activity_ = std::chrono::steady_clock::now();
   core_.handler_finished();
+  if (waiting_calls_ && in_flight_ < core_.config.max_calls_per_connection && !closed_) {
+    waiting_calls_ = false;
+    // Not inline: a handler that finishes synchronously would dispatch from inside dispatch.
+    asio::post(reactor_, [self = std::static_pointer_cast<server_connection>(shared_from_this())] {
+      self->resume_dispatch();
+    });
+  }
   close_if_done();
 }
 
@@ -567,6 +714,12 @@ void server_connection::flush() {
   std::swap(pending_, sending_);
   writing_ = true;
   write_calls_ = 0;
+  if (core_.config.write_timeout.count() > 0) {
+    write_moved_ = std::chrono::steady_clock::now();
+    // Big replies are what a peer that stops reading leaves behind: known to the memory
+    // waiters, they are reclaimed (the connection closed) if they stop moving.
+    if (sending_.size() >= 64 * 1024) hold_replies();
+  }
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
   if (rdma_) {
     rdma_->async_write(sending_.buffers(), &write_calls_,
@@ -574,7 +727,7 @@ void server_connection::flush() {
     return;
   }
   asio::async_write(socket_, buffer_range(sending_.buffers()),
-                    counting_transfer_all{&write_calls_, &last_heard_},
+                    counting_transfer_all{&write_calls_, &last_heard_, &write_moved_},
                     [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
 }
 
@@ -590,11 +743,46 @@ void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   if (rdma_next_ && !closed_) switch_to_rdma();  // the rdma_setup answer is out
   flush();
   settle_replies();
-  if (waiting_writes_ && !mem_.replies_full()) {
+  if (waiting_writes_ && !mem_.replies_full(queued_reply_bytes())) {
     waiting_writes_ = false;
-    read_more();
+    resume_dispatch();  // the frames left in the buffer first, then read on
+    return;
   }
   close_if_done();
+}
+
+void server_connection::hold_replies() {
+  if (holding_replies_ || core_.config.write_timeout.count() == 0) return;
+  holding_replies_ = true;
+  std::weak_ptr<server_connection> weak =
+      std::static_pointer_cast<server_connection>(shared_from_this());
+  core_.memory.add_holder(&holding_replies_, [weak] {
+    if (auto c = weak.lock()) asio::post(c->reactor_, [c] { c->reclaim_replies(); });
+  });
+}
+
+void server_connection::reclaim_replies() {
+  holding_replies_ = false;
+  if (closed_ || !writing_) return;
+  const time_point now = std::chrono::steady_clock::now();
+  if (write_stalled_for(stall_grace(), now)) {
+    core_.stats.on_dead_peer();
+    close();  // others wait for memory this peer's unread replies hold
+    return;
+  }
+  // Moving, or not stalled long enough yet: look again when it would be, and stay known to
+  // the next waiter.
+  recheck_at(write_moved_ + stall_grace());
+  hold_replies();
+}
+
+void server_connection::recheck_at(time_point t) {
+  if (!timer_) return;
+  timer_->expires_at(t);  // cancels the wait for the regular check; on_timer re-arms that
+  timer_->async_wait([self = std::static_pointer_cast<server_connection>(shared_from_this())](
+                         const std::error_code& ec) {
+    if (!ec && !self->closed_) self->on_timer();
+  });
 }
 
 void server_connection::fail(std::uint64_t request_id, rpc_errc code, std::string_view message) {
@@ -609,7 +797,9 @@ void server_connection::begin_drain() {
 
 void server_connection::close_if_done() {
   if (closed_ || !stop_reading_) return;
-  if (in_flight_ == 0 && !writing_ && pending_.empty()) close();
+  // After the peer's FIN its calls are cancelled and their replies discarded: only what is
+  // already queued is still written.
+  if ((in_flight_ == 0 || peer_finished_) && !writing_ && pending_.empty()) close();
 }
 
 void server_connection::force_close() { close(); }
@@ -618,6 +808,7 @@ void server_connection::close() {
   if (closed_) return;
   closed_ = true;
   if (holding_) core_.memory.remove_holder(this);
+  if (holding_replies_) core_.memory.remove_holder(&holding_replies_);
   if (timer_) timer_->cancel();
   if (!rdma_) {
     // The buffer goes back to this reactor's pool: no read lands in it any more (a socket

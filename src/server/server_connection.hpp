@@ -15,6 +15,7 @@
 #include "corvid/protocol/frame_header.hpp"
 
 #include "../memory/server_memory.hpp"
+#include "running_calls.hpp"
 
 namespace corvid::rdma {
 class rdma_stream;
@@ -35,9 +36,11 @@ class server_connection final : public reply_channel {
   void force_close();               // stop() timed out
 
   // reply_channel
-  outbound_queue& begin_reply(std::uint64_t request_id) override;
+  outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) override;
   void end_reply(request_context* ctx) override;
   void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) override;
+  std::size_t call_allowance(std::size_t want) noexcept override { return mem_.allowance(want); }
+  void charge_call(std::size_t bytes) noexcept override { mem_.charge_admitted(bytes); }
   void call_started(request_context& ctx) noexcept override;
   void call_finished(request_context& ctx) noexcept override;
   asio::io_context& reactor() noexcept override { return reactor_; }
@@ -46,13 +49,24 @@ class server_connection final : public reply_channel {
  private:
   void read_more();
   void on_read(const std::error_code& ec, std::size_t n);
-  // Someone waits for read memory: an idle connection's grown buffer shrinks back to
-  // read_buffer_size (a socket read in flight on it is cancelled first, then reissued).
+  // Someone waits for memory: an idle connection's grown buffer shrinks back to
+  // read_buffer_size (a socket read in flight on it is cancelled first, then reissued); one
+  // grown for a frame that stopped arriving is closed (see stall_grace).
   void reclaim_read_buffer();
   void shrink_idle_read_buffer();
   // Dispatches every complete frame in the read buffer; returns false on a protocol error.
+  // Stops early, leaving frames in the buffer, when a limit pauses the connection (memory,
+  // calls in flight, queued replies); resume_dispatch() continues once it lifts.
   bool process_frames();
+  // The next frame is a request: whether it may be dispatched now. False = stop the batch
+  // (paused, or the frame was refused and the stream cannot continue).
+  bool admit_request(const protocol::frame_header& h, bool& ok);
+  // Makes room for the rest of a frame that has begun to arrive: grows the buffer with the
+  // bytes received (at most about twice them), never to what the header merely claims.
+  // False = the batch stops (waiting for memory, or the frame is being skipped).
+  bool grow_for_frame(const protocol::frame_header& h, std::uint64_t& frames);
   void dispatch(const protocol::frame_header& h, const char* payload);
+  void resume_dispatch();
   // A client's rdma_setup frame: builds the queue pair and queues the answer; the
   // connection switches to RDMA once the answer is written (switch_to_rdma).
   void on_rdma_setup(const protocol::frame_header& h, const char* payload);
@@ -61,6 +75,8 @@ class server_connection final : public reply_channel {
   void on_control(const protocol::frame_header& h);
   void cancel_running(std::uint64_t request_id);
   void cancel_all_running();
+  // The peer sends no more (FIN) or is gone: its running calls are cancelled.
+  void on_peer_finished();
   void queue_control(protocol::msg_type type, std::uint64_t id);
   // Sends an error frame, then closes once everything queued is written.
   void fail(std::uint64_t request_id, rpc_errc code, std::string_view message);
@@ -72,7 +88,19 @@ class server_connection final : public reply_channel {
   // Memory refused a read buffer or a call: stop reading until a release wakes us.
   void wait_for_memory(bool for_read, std::size_t need);
   void resume_after_memory();
-  void settle_replies() noexcept { mem_.settle_replies(pending_.size() + sending_.size()); }
+  std::size_t queued_reply_bytes() const noexcept { return pending_.size() + sending_.size(); }
+  void settle_replies() noexcept { mem_.settle_replies(queued_reply_bytes()); }
+  // Replies its peer does not take while others wait for memory: closes this connection
+  // when its writes have not moved for stall_grace(); otherwise checks again then. The same
+  // grace applies to a frame granted memory whose bytes stop arriving.
+  void reclaim_replies();
+  void hold_replies();  // registers reclaim_replies with server_memory
+  void recheck_at(std::chrono::steady_clock::time_point t);  // on_timer then, not later
+  std::chrono::milliseconds stall_grace() const noexcept;
+  bool write_stalled_for(std::chrono::steady_clock::duration d,
+                         std::chrono::steady_clock::time_point now) const noexcept {
+    return writing_ && now - write_moved_ >= d;
+  }
   void close();
   // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
   // armed for the earliest limit and only re-armed when it fires: activity just moves the
@@ -97,14 +125,15 @@ class server_connection final : public reply_channel {
   std::chrono::steady_clock::time_point read_time_{};  // when the current batch arrived
   std::optional<asio::steady_timer> timer_;            // only when a time limit is configured
   using time_point = std::chrono::steady_clock::time_point;
-  time_point last_activity_{};          // last request or call end: what "idle" is measured from
-  time_point last_heard_{};             // last byte read, or a write the peer drained (heartbeats)
-  time_point last_ping_{};              // our last ping
-  time_point frame_started_{};          // first byte of the incomplete frame in read_buf_, or {}
-  request_context* running_ = nullptr;  // coroutine calls in flight (their contexts)
+  time_point last_activity_{};  // last request or call end: what "idle" is measured from
+  time_point last_heard_{};     // last byte read, or a write the peer drained (heartbeats)
+  time_point last_ping_{};      // our last ping
+  time_point frame_started_{};  // first byte of the incomplete frame in read_buf_, or {}
+  time_point write_moved_{};    // the write in flight started or last moved bytes
+  running_calls running_;       // coroutine calls in flight, by request id
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
-  std::size_t in_flight_ = 0;      // coroutine handlers running
+  std::size_t in_flight_ = 0;      // coroutine handlers running (cancelled ones included)
   std::uint64_t write_calls_ = 0;  // write_some calls of the write in flight
   bool reply_open_ = false;
   bool dispatching_ = false;
@@ -113,9 +142,13 @@ class server_connection final : public reply_channel {
   bool holding_ = false;          // registered with server_memory::add_holder
   bool reclaim_pending_ = false;  // the read in flight was cancelled to shrink its buffer
   asio::cancellation_signal read_cancel_;
-  bool waiting_memory_ = false;  // refused by a memory tracker; a release resumes us
-  bool waiting_writes_ = false;  // too many replies queued; a write completion resumes us
-  bool stop_reading_ = false;    // drain, peer EOF or protocol error: read nothing more
+  bool waiting_memory_ = false;   // refused by a memory tracker; a release resumes us
+  bool waiting_writes_ = false;   // too many replies queued; a write completion resumes us
+  bool waiting_calls_ = false;    // max_calls_per_connection running; a call's end resumes us
+  bool holding_replies_ = false;  // registered with server_memory::add_holder for replies
+  bool peer_finished_ = false;    // FIN from the peer: its running calls were cancelled
+  bool served_request_ = false;   // a request was dispatched (rdma_setup is then refused)
+  bool stop_reading_ = false;     // drain, peer EOF or protocol error: read nothing more
   bool closed_ = false;
   // RDMA (init_ibv): once set, reads and writes go to the queue pair instead of socket_.
   std::shared_ptr<rdma::rdma_stream> rdma_;

@@ -2,8 +2,10 @@
 // small limit, a client that never reads its replies, a header claiming 4 GiB, and the
 // memory() snapshot. Figures (RSS, peaks) are printed for docs/benchmarks.md; the assertions
 // are bounds, never speeds.
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -112,7 +114,8 @@ class sampler {
 };
 
 // `count` raw connections that each write `frame` back to back as fast as the server takes
-// it, and read (and drop) whatever comes back, on one thread.
+// it (each copy with a request id of its own: ids of running calls must be unique), and read
+// (and drop) whatever comes back, on one thread.
 class flood {
  public:
   flood(std::uint16_t port, int count, const std::string& frame) : frame_(frame) {
@@ -122,8 +125,10 @@ class flood {
       sockets_.push_back(std::move(s));
     }
     answered_.assign(sockets_.size(), false);
+    headers_.assign(sockets_.size(), frame.substr(0, corvid::protocol::header_size));
+    ids_.assign(sockets_.size(), 0);
     for (std::size_t i = 0; i < sockets_.size(); ++i) {
-      write_next(*sockets_[i]);
+      write_next(*sockets_[i], i);
       read_next(*sockets_[i], i, std::make_shared<std::vector<char>>(64 * 1024));
     }
     thread_ = std::thread([this] { io_.run(); });
@@ -139,11 +144,16 @@ class flood {
   std::size_t connections_answered() const { return connections_answered_; }
 
  private:
-  void write_next(asio::ip::tcp::socket& s) {
-    asio::async_write(s, asio::buffer(frame_), [this, &s](std::error_code ec, std::size_t) {
+  void write_next(asio::ip::tcp::socket& s, std::size_t index) {
+    const std::uint64_t id = ++ids_[index];  // only the io thread touches ids_ and headers_
+    std::memcpy(headers_[index].data() + 8, &id, sizeof id);  // offset 8, little-endian
+    const std::array<asio::const_buffer, 2> frame{
+        asio::buffer(headers_[index]), asio::buffer(frame_.data() + corvid::protocol::header_size,
+                                                    frame_.size() - corvid::protocol::header_size)};
+    asio::async_write(s, frame, [this, &s, index](std::error_code ec, std::size_t) {
       if (ec) return;
       ++written_;
-      write_next(s);
+      write_next(s, index);
     });
   }
   void read_next(asio::ip::tcp::socket& s, std::size_t index,
@@ -166,6 +176,8 @@ class flood {
   std::atomic<std::uint64_t> read_{0};
   std::atomic<std::uint64_t> written_{0};
   std::vector<bool> answered_;
+  std::vector<std::string> headers_;
+  std::vector<std::uint64_t> ids_;
   std::atomic<std::size_t> connections_answered_{0};
   std::thread thread_;
 };

@@ -1,8 +1,10 @@
 #pragma once
 // Turns a registered function into a type-erased request handler: decode the arguments the
 // function's signature names, call it (plain, member or coroutine), encode what it returns.
+#include <algorithm>
 #include <chrono>
 #include <exception>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,11 +13,13 @@
 #include <utility>
 
 #include "corvid/codec/codec.hpp"
+#include "corvid/codec/decode_budget.hpp"
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/detached.hpp"
 #include "corvid/detail/function_traits.hpp"
 #include "corvid/detail/reply_channel.hpp"
 #include "corvid/detail/switch_to.hpp"
+#include "corvid/protocol/frame_header.hpp"
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/server/request_context.hpp"
 
@@ -63,23 +67,72 @@ decltype(auto) apply_handler(void* object, request_context& ctx, decoded_args_t<
   }(std::make_index_sequence<std::tuple_size_v<params>>{});
 }
 
-// Queues a success reply carrying `value` (or nothing for void handlers).
+// Queues a success reply carrying `value` (or nothing for void handlers). Its size is known
+// before anything is encoded, so the channel reserves the memory first; refused, it answers
+// the request with an error instead.
 template <class... V>
 void send_value(reply_channel& ch, std::uint64_t id, request_context& ctx, const V&... value) {
-  outbound_queue& out = ch.begin_reply(id);
-  (codec::encode(out, value), ...);
+  const std::size_t attachment = ctx.response_attachment_owned()
+                                     ? ctx.owned_attachment_size()
+                                     : ctx.response_attachment_view().size();
+  const std::size_t frame =
+      protocol::header_size + (std::size_t{0} + ... + codec::encoded_size(value)) + attachment;
+  outbound_queue* out = ch.begin_reply(id, frame);
+  if (out == nullptr) return;
+  (codec::encode(*out, value), ...);
   ch.end_reply(&ctx);
+}
+
+// Decodes a request's arguments within the memory the channel allows for it, charging what the
+// decoder allocated (nothing is allocated past the allowance: the decoder takes each
+// allocation from the budget first). The first try uses the credit at hand (enough for
+// nearly every call); a request needing more doubles the allowance and decodes again while
+// the trackers grant it, so the work stays within twice the final decode. Never throws: a
+// failure is answered here (bad_request, or server_busy when memory ran out) and false is
+// returned.
+template <auto F>
+bool decode_arguments(reply_channel& ch, const request_view& req, std::string_view body,
+                      decoded_args_t<F>& args) {
+  std::string why;
+  rpc_errc code = rpc_errc::bad_request;
+  try {
+    codec::decode_budget budget(ch.call_allowance(0));
+    codec::decode_errc ec = codec::decode(body, args, budget);
+    while (ec == codec::decode_errc::over_budget) {
+      const std::size_t want = std::max<std::size_t>(2 * budget.limit(), 64 * 1024);
+      const std::size_t more = ch.call_allowance(want);
+      if (more <= budget.limit()) break;  // the trackers have nothing more to give
+      args = decoded_args_t<F>{};
+      budget = codec::decode_budget(more);
+      ec = codec::decode(body, args, budget);
+    }
+    if (ec == codec::decode_errc::ok) {
+      ch.charge_call(budget.used());
+      return true;
+    }
+    if (ec == codec::decode_errc::over_budget) {
+      code = rpc_errc::server_busy;
+      why = "decoding them needs more memory than the server allows the call (over " +
+            std::to_string(budget.limit()) + " bytes)";
+    } else {
+      why = codec::to_string(ec);
+    }
+  } catch (const std::bad_alloc&) {
+    code = rpc_errc::server_busy;
+    why = "out of memory while decoding them";
+  } catch (...) {  // a user type's hash, comparison or constructor threw
+    why = describe_exception(std::current_exception());
+  }
+  args = decoded_args_t<F>{};  // what was decoded so far goes now, not with the connection
+  ch.reply_error(req.request_id, code, bad_arguments_message(protocol::function_name<F>(), why));
+  return false;
 }
 
 template <auto F>
 void invoke_sync(void* object, reply_channel& ch, const request_view& req) {
   using result = typename function_traits<decltype(F)>::result_type;
   decoded_args_t<F> args;
-  if (auto ec = codec::decode(req.body, args); ec != codec::decode_errc::ok) {
-    ch.reply_error(req.request_id, rpc_errc::bad_request,
-                   bad_arguments_message(protocol::function_name<F>(), codec::to_string(ec)));
-    return;
-  }
+  if (!decode_arguments<F>(ch, req, req.body, args)) return;
   request_context ctx(ch, req.request_id, req.function_id, req.attachment, req.deadline);
   try {
     if constexpr (std::is_void_v<result>) {
@@ -122,6 +175,12 @@ struct coroutine_call : pooled {
   request_context ctx;
 };
 
+// What a running coroutine call holds besides its request copy and decoded arguments: the
+// call object, and the handler's coroutine frames, whose size is not known before they are
+// allocated; charged as this estimate.
+template <auto F>
+inline constexpr std::size_t coroutine_call_cost = sizeof(coroutine_call<F>) + 1024;
+
 template <auto F>
 detached run_coroutine_call(void* object, coroutine_call<F>* call) {
   using result = typename function_traits<decltype(F)>::result_type;
@@ -139,14 +198,21 @@ detached run_coroutine_call(void* object, coroutine_call<F>* call) {
   }
   reply_channel& ch = *call->channel;
   co_await switch_to{ch.reactor()};  // the handler may have finished on another thread
-  if (call->ctx.cancelled()) {
-    // The caller gave up (cancel frame) or the connection closed: nobody reads a reply.
-  } else if (error) {
-    ch.reply_error(call->request_id, rpc_errc::handler_error, describe_exception(error));
-  } else if constexpr (std::is_void_v<result>) {
-    send_value(ch, call->request_id, call->ctx);
-  } else {
-    send_value(ch, call->request_id, call->ctx, *value);
+  try {
+    if (call->ctx.cancelled()) {
+      // The caller gave up (cancel frame) or the connection closed: nobody reads a reply.
+    } else if (error) {
+      ch.reply_error(call->request_id, rpc_errc::handler_error, describe_exception(error));
+    } else if constexpr (std::is_void_v<result>) {
+      send_value(ch, call->request_id, call->ctx);
+    } else {
+      send_value(ch, call->request_id, call->ctx, *value);
+    }
+  } catch (...) {  // out of memory encoding the reply: the call still ends, with an error
+    try {
+      ch.reply_error(call->request_id, rpc_errc::server_busy, "out of memory for the reply");
+    } catch (...) {  // the connection fails its calls as it closes
+    }
   }
   ch.call_finished(call->ctx);
   delete call;
@@ -154,15 +220,34 @@ detached run_coroutine_call(void* object, coroutine_call<F>* call) {
 
 template <auto F>
 void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) {
-  auto* call = new coroutine_call<F>(ch, req);
-  if (auto ec = codec::decode(call->body, call->args); ec != codec::decode_errc::ok) {
-    ch.reply_error(req.request_id, rpc_errc::bad_request,
-                   bad_arguments_message(protocol::function_name<F>(), codec::to_string(ec)));
+  // The call's state and its copy of the request are charged before they are allocated,
+  // like everything a peer makes the server hold.
+  const std::size_t cost = coroutine_call_cost<F> + req.body.size() + req.attachment.size();
+  if (ch.call_allowance(cost) < cost) {
+    ch.reply_error(req.request_id, rpc_errc::server_busy,
+                   "server at its memory limit for running calls");
+    return;
+  }
+  ch.charge_call(cost);
+  coroutine_call<F>* call = nullptr;
+  try {
+    call = new coroutine_call<F>(ch, req);
+  } catch (const std::bad_alloc&) {
+    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
+    return;
+  }
+  if (!decode_arguments<F>(ch, req, call->body, call->args)) {
     delete call;
     return;
   }
   ch.call_started(call->ctx);
-  run_coroutine_call<F>(object, call);
+  try {
+    run_coroutine_call<F>(object, call);
+  } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
+    ch.call_finished(call->ctx);
+    delete call;
+    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
+  }
 }
 
 template <auto F>

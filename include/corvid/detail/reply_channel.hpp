@@ -21,13 +21,24 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
  public:
   virtual ~reply_channel() = default;
 
-  // Starts a success reply to `request_id`: encode the result into the returned queue, then
-  // call end_reply(). Between the two nothing else may be queued.
-  virtual outbound_queue& begin_reply(std::uint64_t request_id) = 0;
+  // Starts a success reply to `request_id` whose frame will be about `frame_bytes` long
+  // (header, encoded result, attachment): encode the result into the returned queue, then
+  // call end_reply(). Between the two nothing else may be queued. Null when the reply may not
+  // be queued (no memory for it, or the connection's reply queue is full): the channel has
+  // then queued an error reply to the request in its place.
+  virtual outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) = 0;
   // Finishes the reply begun last, appending the context's response attachment, if any.
   virtual void end_reply(request_context* ctx) = 0;
-  // An error reply: the body carries `message` (encoded as a string).
+  // An error reply: the body carries `message` (encoded as a string, cut to a bounded
+  // length).
   virtual void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) = 0;
+
+  // Memory for the request being dispatched: the decoder's allocations and a coroutine call's
+  // state and request copy are taken from this allowance (charge_call) before they are made.
+  // Returns the allowance after asking the server's trackers for up to `want` bytes in all
+  // (0: just tell).
+  virtual std::size_t call_allowance(std::size_t want) noexcept = 0;
+  virtual void charge_call(std::size_t bytes) noexcept = 0;
 
   // Coroutine handlers in flight; stop() waits for them before closing. The connection keeps
   // their contexts, to cancel one when a cancel frame names it (or all when it closes).

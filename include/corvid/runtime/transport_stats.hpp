@@ -99,11 +99,18 @@ struct counting_transfer_all {
   // after a partial one only succeeds once the peer has acknowledged bytes, while a small
   // write succeeds into the kernel buffer even when the peer is gone.
   std::chrono::steady_clock::time_point* progress = nullptr;
+  // Optional: when the write last moved bytes into a full send buffer (a write stalled by a
+  // peer that does not read shows no such moves).
+  std::chrono::steady_clock::time_point* moved = nullptr;
   // asio calls this before the first write_some and after each one that leaves bytes
   // unsent, so on success the number of calls equals the number of write_some calls.
   std::size_t operator()(const std::error_code& ec, std::size_t) const noexcept {
     ++*writes;
-    if (progress != nullptr && *writes >= 3) *progress = std::chrono::steady_clock::now();
+    if (*writes >= 2 && (moved != nullptr || (progress != nullptr && *writes >= 3))) {
+      const auto now = std::chrono::steady_clock::now();
+      if (moved != nullptr) *moved = now;
+      if (progress != nullptr && *writes >= 3) *progress = now;
+    }
     return ec ? 0 : static_cast<std::size_t>(-1) / 2;
   }
 };

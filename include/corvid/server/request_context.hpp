@@ -110,10 +110,8 @@ class request_context {
     cancelled_.store(true, std::memory_order_release);
     signal_.emit(asio::cancellation_type::all);
   }
-  // Internal: links of the connection's list of running coroutine calls.
-  request_context* prev_running = nullptr;
-  request_context* next_running = nullptr;
-  // Internal: request bytes charged to the connection's in-flight tracker for this call.
+  // Internal: bytes charged to the connection's in-flight tracker for this call (its request
+  // copy, decoded arguments and state).
   std::size_t memory_charge = 0;
 
  private:

@@ -45,9 +45,24 @@ struct server_config {
   corvid::memory_limit max_memory = corvid::memory_limit::share_of_ram(0.25);
   // Share of max_memory read buffers may take, so reading can never starve running calls.
   double read_buffer_share = 0.5;
-  // A connection with more replies than this queued (its client sends but does not read) is
-  // not read from until its writes drain; other connections are unaffected.
+  // A connection with this many reply bytes queued (its client sends but does not read)
+  // dispatches and reads nothing more until its writes drain; other connections are
+  // unaffected. The reply that crosses the cap is still queued (one frame of overshoot at
+  // most); a reply produced once the cap is reached is answered server_busy instead.
   std::size_t max_queued_reply_bytes = 16u << 20;
+  // Calls one connection may have running at once (coroutine handlers that have not
+  // finished). At the cap the server reads nothing more from that connection until one
+  // finishes: pipelined requests wait in the kernel, and TCP pushes back on the client.
+  std::size_t max_calls_per_connection = 1024;
+  // Bytes one connection's running calls may hold: their request copies, decoded arguments
+  // and call state (coroutine frames estimated). A request that could never fit is answered
+  // message_too_large; otherwise the connection waits like at the server's limit.
+  std::size_t max_call_bytes_per_connection = 256u << 20;
+  // A connection whose queued replies make no progress for this long (its client stopped
+  // reading) is closed and its memory freed (0 = never). While other connections wait for
+  // memory, a connection whose replies have not moved for a tenth of this (at most 1 s) is
+  // closed at once: a peer that does not read cannot hold the server's memory hostage.
+  std::chrono::milliseconds write_timeout{15'000};
   // At the limit, answer new requests with server_busy instead of waiting for memory (a
   // frame that does not fit the read buffer still waits: it cannot be read without memory).
   bool busy_at_memory_limit = false;
