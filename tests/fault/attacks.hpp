@@ -211,6 +211,28 @@ inline void append_varint(std::string& out, std::uint32_t v) {
   }
   out.push_back(static_cast<char>(v));
 }
+// The body of a call whose one parameter is a counted sequence (vector, set) of elements that
+// take one byte on the wire: the count `n`, then `n` zero bytes (empty optionals, strings or
+// vectors; decoded, each takes sizeof(element)).
+inline std::string claimed_count_body(std::uint32_t n) {
+  std::string b;
+  append_varint(b, n);
+  b.append(n, '\0');
+  return b;
+}
+// The body of a call taking std::map<std::uint32_t, std::string>: `n` entries of 5 bytes
+// (keys 0..n-1 in order, empty strings), each a tree node of ~80 bytes decoded.
+inline std::string u32_string_map_body(std::uint32_t n) {
+  std::string b;
+  append_varint(b, n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    char key[4];
+    std::memcpy(key, &k, 4);  // little-endian host (the codec asserts it)
+    b.append(key, 4);
+    b.push_back('\0');
+  }
+  return b;
+}
 
 // This process's memory as the kernel sees it (/proc/self/status), in bytes; 0 if unreadable.
 inline std::size_t proc_status_bytes(std::string_view field) {

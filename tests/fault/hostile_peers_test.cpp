@@ -9,61 +9,13 @@
 //     good_p99_bound, during and after the attack,
 //   - when the attacker leaves, its connection and the memory it held are released.
 // Attack sizes are bounded so that even a server without the defences stays far below 3 GiB.
-#include <array>
-#include <map>
-#include <optional>
 #include <pthread.h>
-#include <set>
 #include <time.h>
 
 #include "attacks.hpp"
 #include "good_client.hpp"
+#include "hostile_handlers.hpp"
 #include "test_support.hpp"
-
-namespace corvid_hostile {
-
-// Handlers (a named namespace, so their function names are the same for every compiler).
-
-// The reply amplifier: a 36-byte request answered with up to 8 MiB.
-inline std::string big(std::uint32_t n) { return std::string(std::min(n, 8u << 20), 'r'); }
-// Arguments whose decoded size is a large multiple of their encoded size: one byte per
-// element on the wire (a count, an empty optional, an empty string) against 4097, 32, 24 or
-// ~80 bytes in memory.
-using page = std::optional<std::array<std::uint8_t, 4096>>;
-inline std::uint64_t count_pages(std::vector<page> v) { return v.size(); }
-inline std::uint64_t count_strings(std::vector<std::string> v) { return v.size(); }
-inline std::uint64_t count_nested(std::vector<std::vector<std::int32_t>> v) { return v.size(); }
-inline std::uint64_t count_map(std::map<std::uint32_t, std::string> m) { return m.size(); }
-
-// A set key whose comparison throws for one value: decoding a set holding it throws out of
-// the codec (docs/codec.md: "an exception thrown by a user type's hash or comparison").
-struct touchy_key {
-  std::int32_t v;
-  static constexpr std::int32_t poison = 666;
-  bool operator<(const touchy_key& o) const {
-    if (v == poison || o.v == poison) throw std::runtime_error("touchy_key: poisoned compare");
-    return v < o.v;
-  }
-};
-inline std::uint64_t count_touchy(std::set<touchy_key> s) { return s.size(); }
-inline corvid::task<std::uint64_t> count_touchy_co(std::set<touchy_key> s) { co_return s.size(); }
-
-// A slow coroutine call: sleeps `ms` unless cancelled. `slow_running` counts the calls alive
-// (started, not yet ended) and `slow_started` every start, so a test sees whether calls ran
-// and whether cancellation ended them.
-inline std::atomic<std::int64_t> slow_running{0};
-inline std::atomic<std::int64_t> slow_started{0};
-inline corvid::task<std::int32_t> slow(corvid::request_context& ctx, std::int32_t ms) {
-  ++slow_started;
-  ++slow_running;
-  struct leave {
-    ~leave() { --slow_running; }
-  } on_exit;
-  co_await ctx.sleep_for(std::chrono::milliseconds(ms));
-  co_return ms;
-}
-
-}  // namespace corvid_hostile
 
 namespace corvid_test {
 namespace {
@@ -287,34 +239,20 @@ TEST(hostile_peers, claimed_counts_are_refused_without_allocating_them) {
     std::string body;
   };
   std::vector<claim> claims;
-  auto zeros = [](std::uint32_t n) {  // count n, then n one-byte elements (all empty)
-    std::string b;
-    corvid_attack::append_varint(b, n);
-    b.append(n, '\0');
-    return b;
-  };
+  using corvid_attack::claimed_count_body;
   // 64 Ki empty optionals of 4097 bytes: 64 KiB on the wire, 256 MiB decoded.
   claims.push_back({"vector<optional<array<uint8_t,4096>>> x 65536", function_id<count_pages>(),
-                    zeros(64 * 1024)});
+                    claimed_count_body(64 * 1024)});
   // 6 Mi empty strings of 32 bytes: 6 MiB on the wire, 192 MiB decoded.
-  claims.push_back({"vector<string> x 6 Mi", function_id<count_strings>(), zeros(6 * 1024 * 1024)});
-  // 6 Mi empty vectors of 24 bytes: 144 MiB decoded.
   claims.push_back(
-      {"vector<vector<int32>> x 6 Mi", function_id<count_nested>(), zeros(6 * 1024 * 1024)});
+      {"vector<string> x 6 Mi", function_id<count_strings>(), claimed_count_body(6 * 1024 * 1024)});
+  // 6 Mi empty vectors of 24 bytes: 144 MiB decoded.
+  claims.push_back({"vector<vector<int32>> x 6 Mi", function_id<count_nested>(),
+                    claimed_count_body(6 * 1024 * 1024)});
   // 1.25 Mi map entries of 5 bytes (a key, an empty string), ~80 bytes each as tree nodes:
   // 6.25 MiB on the wire, ~100 MiB decoded.
-  {
-    constexpr std::uint32_t n = 1280 * 1024;
-    std::string b;
-    corvid_attack::append_varint(b, n);
-    for (std::uint32_t k = 0; k < n; ++k) {
-      char key[4];
-      std::memcpy(key, &k, 4);  // little-endian host (the codec asserts it)
-      b.append(key, 4);
-      b.push_back('\0');
-    }
-    claims.push_back({"map<uint32,string> x 1.25 Mi", function_id<count_map>(), std::move(b)});
-  }
+  claims.push_back({"map<uint32,string> x 1.25 Mi", function_id<count_map>(),
+                    corvid_attack::u32_string_map_body(1280 * 1024)});
   raw_socket c(srv.port());
   ASSERT_TRUE(c.ok());
   std::uint64_t id = 1;
