@@ -28,9 +28,8 @@ using corvid::protocol::msg_type;
 constexpr std::size_t KiB = 1024, MiB = 1024 * 1024;
 constexpr std::uint32_t echo_id = function_id<echo>();
 
-// Liveness bounds, never speed targets: scaled by the build's CORVID_TEST_SLOWDOWN (4 in
-// sanitizer builds; tests/fault/CMakeLists.txt), as in hostile_test.
-constexpr auto patience(std::chrono::milliseconds t) { return t * CORVID_TEST_SLOWDOWN; }
+// Liveness bounds, never speed targets: scaled by CORVID_TEST_SLOWDOWN (attacks.hpp).
+using corvid_attack::patience;
 // The well-behaved client's P99 during and after every attack. Its calls take ~50 µs on an
 // idle server; 200 ms is what "still served" means on a loaded 2-core CI machine.
 constexpr auto good_p99_bound = patience(200ms);
