@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <corvid/corvid.hpp>
@@ -21,13 +22,15 @@ namespace corvid_hostile {
 // The reply amplifier: a 36-byte request answered with up to 8 MiB.
 inline std::string big(std::uint32_t n) { return std::string(std::min(n, 8u << 20), 'r'); }
 // Arguments whose decoded size is a large multiple of their encoded size: one byte per
-// element on the wire (a count, an empty optional, an empty string) against 4097, 32, 24 or
-// ~80 bytes in memory.
+// element on the wire (a count, an empty optional, an empty string, a variant's index)
+// against 4097, 32, 24, ~80 or 4098 bytes in memory.
 using page = std::optional<std::array<std::uint8_t, 4096>>;
 inline std::uint64_t count_pages(std::vector<page> v) { return v.size(); }
 inline std::uint64_t count_strings(std::vector<std::string> v) { return v.size(); }
 inline std::uint64_t count_nested(std::vector<std::vector<std::int32_t>> v) { return v.size(); }
 inline std::uint64_t count_map(std::map<std::uint32_t, std::string> m) { return m.size(); }
+using blob = std::variant<std::monostate, std::array<std::uint8_t, 4096>>;
+inline std::uint64_t count_variants(std::vector<blob> v) { return v.size(); }
 
 // A set key whose comparison throws for one value: decoding a set holding it throws out of
 // the codec (docs/codec.md: "an exception thrown by a user type's hash or comparison").

@@ -78,7 +78,7 @@ class hostile_server {
   }
   explicit hostile_server(corvid::server_config cfg) : server_(std::move(cfg)) {
     server_.register_handler<echo, big, count_pages, count_strings, count_nested, count_map,
-                             count_touchy, count_touchy_co, slow>();
+                             count_variants, count_touchy, count_touchy_co, slow>();
     if (auto ec = server_.async_start()) throw std::runtime_error(ec.message());
   }
   corvid::rpc_server& server() { return server_; }
@@ -242,6 +242,9 @@ TEST(hostile_peers, claimed_counts_are_refused_without_allocating_them) {
   // 64 Ki empty optionals of 4097 bytes: 64 KiB on the wire, 256 MiB decoded.
   claims.push_back({"vector<optional<array<uint8_t,4096>>> x 65536", function_id<count_pages>(),
                     claimed_count_body(64 * 1024)});
+  // 32 Ki variants holding their empty alternative (index 0): 128 MiB decoded.
+  claims.push_back({"vector<variant<monostate,array<uint8_t,4096>>> x 32768",
+                    function_id<count_variants>(), claimed_count_body(32 * 1024)});
   // 6 Mi empty strings of 32 bytes: 6 MiB on the wire, 192 MiB decoded.
   claims.push_back(
       {"vector<string> x 6 Mi", function_id<count_strings>(), claimed_count_body(6 * 1024 * 1024)});
@@ -592,6 +595,28 @@ TEST(hostile_peers, request_id_zero_is_rejected_and_the_connection_closed) {
         << "an id-0 error reply was sent on a connection left open";
   }
   w.expect_good_client_served("request id 0");
+}
+
+// The other side of the list: what docs/protocol.md lets a client send besides requests
+// (cancel for any id, ping with any id, pong) is not an error: no reply but the pong, and the
+// connection keeps answering.
+TEST(hostile_peers, frame_types_a_client_may_send_keep_the_connection) {
+  hostile_server srv(hostile_server::config(32 * MiB));
+  raw_socket c(srv.port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.send(corvid_attack::cancel_frame(12345) + corvid_attack::cancel_frame(0) +
+                     corvid_attack::header_bytes(msg_type::pong, 3) + corvid_attack::ping_frame(0) +
+                     corvid_attack::encoded_request(8, echo_id, std::string_view("still"))));
+  auto pong = c.read_frame(patience(2s));
+  ASSERT_TRUE(pong.has_value());
+  EXPECT_EQ(pong->header.type, msg_type::pong);
+  EXPECT_EQ(pong->header.request_id, 0u);
+  auto reply = c.read_frame(patience(2s));
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->header.type, msg_type::response);
+  EXPECT_EQ(reply->header.request_id, 8u);
+  EXPECT_EQ(reply->header.status, corvid::rpc_errc::ok);
+  EXPECT_FALSE(c.peer_closed());
 }
 
 // "Ids only need to be unique among the client's calls in flight on that connection": a
