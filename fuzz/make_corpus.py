@@ -209,10 +209,12 @@ def server_stream_seeds(v):
         "pipelined_100_echoes": whole + b"".join(
             request("echo", s("x" * 8), request_id=FIRST_ID + i) for i in range(100)),
         # Issue 11 (hostile peers). Counts a few KiB on the wire claim tens of MiB decoded:
-        # 8000 empty optionals of 4097 bytes, 8100 empty strings, 1600 map entries.
+        # 8000 empty optionals of 4097 bytes, 8100 empty strings, 1600 map entries, 8000
+        # variants of 4098 bytes.
         "claimed_pages": whole + request("count_pages", varint(8000) + b"\x00" * 8000) +
         request("echo", s("after"), request_id=FIRST_ID + 1),
         "claimed_strings": whole + request("count_strings", varint(8100) + b"\x00" * 8100),
+        "claimed_variants": whole + request("count_variants", varint(8000) + b"\x00" * 8000),
         "claimed_map": whole + request(
             "count_map", varint(1600) + b"".join(u32(k) + varint(0) for k in range(1600))),
         # A decode that throws (the key 666 poisons the comparison), then a call that must

@@ -3,11 +3,11 @@
 // limit), dispatch, argument decoding, coroutine handlers that outlive the read buffer, handler
 // exceptions, half-close handling, and peers that vanish while calls are in flight. Issue 11's
 // states too: arguments whose decoded size is far above their encoded size (vector<optional<
-// array>>, vector<string>, a map of vectors), a decode that throws (a set key whose comparison
-// throws; sync and coroutine handler), replies far bigger than their requests for a peer that
-// reads late, cancels for calls still running, request id 0 and duplicate ids. One server
-// runs for the whole session (started in LLVMFuzzerInitialize, 1 reactor thread, an 8 KiB frame
-// limit so inputs reach it with request headers and with replies, a 1 s idle timeout so every
+// array>>, vector<string>, a map of vectors, vector<variant>), a decode that throws (a set key
+// whose comparison throws; sync and coroutine handler), replies far bigger than their requests for
+// a peer that reads late, cancels for calls still running, request id 0 and duplicate ids. One
+// server runs for the whole session (started in LLVMFuzzerInitialize, 1 reactor thread, an 8 KiB
+// frame limit so inputs reach it with request headers and with replies, a 1 s idle timeout so every
 // connection arms and cancels its idle timer, a 4 MiB memory limit and a 32 KiB queued-reply
 // cap so a few inputs' bytes reach both).
 //
@@ -46,6 +46,7 @@
 #include <string_view>
 #include <thread>
 #include <unistd.h>
+#include <variant>
 #include <vector>
 
 #include "corvid/client/rpc_client.hpp"
@@ -96,12 +97,16 @@ corvid::task<void> throws_later(std::uint8_t delay_ms) {
   co_await corvid::sleep_for(std::chrono::milliseconds(delay_ms % 4));
   throw std::runtime_error("coroutine handler failed");
 }
-// Claimed counts: one byte per element on the wire, 4097 / 32 / ~100 bytes decoded.
+// Claimed counts: one byte per element on the wire, 4097 / 32 / ~100 / 4098 bytes decoded.
 std::uint64_t count_pages(std::vector<std::optional<std::array<std::uint8_t, 4096>>> v) {
   return v.size();
 }
 std::uint64_t count_strings(std::vector<std::string> v) { return v.size(); }
 std::uint64_t count_map(std::map<std::uint32_t, std::vector<std::string>> m) { return m.size(); }
+std::uint64_t count_variants(
+    std::vector<std::variant<std::monostate, std::array<std::uint8_t, 4096>>> v) {
+  return v.size();
+}
 // A set key whose comparison throws for 666: decoding such a set throws out of the codec.
 struct touchy_key {
   std::int32_t v;
@@ -365,7 +370,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   cfg.max_queued_reply_bytes = 32u << 10;
   server = new corvid::rpc_server(cfg);  // never destroyed: lives for the whole session
   server->register_handler<echo, store, split, repeat, throws_later, count_pages, count_strings,
-                           count_map, touchy, touchy_co, big, nap>();
+                           count_map, count_variants, touchy, touchy_co, big, nap>();
   server->register_handler<&ns::calc::add, &ns::calc::div>(&calculator);
   if (auto ec = server->async_start()) die(("server start failed: " + ec.message()).c_str());
   health_check();
