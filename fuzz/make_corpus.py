@@ -215,6 +215,36 @@ def server_stream_seeds(v):
         "echo_5k_split": split + request("echo", s("e" * 5000)),
         "pipelined_100_echoes": whole + b"".join(
             request("echo", s("x" * 8), request_id=FIRST_ID + i) for i in range(100)),
+        # Issue 11 (hostile peers). Counts a few KiB on the wire claim tens of MiB decoded:
+        # 8000 empty optionals of 4097 bytes, 8100 empty strings, 1600 map entries, 8000
+        # variants of 4098 bytes.
+        "claimed_pages": whole + request("count_pages", varint(8000) + b"\x00" * 8000) +
+        request("echo", s("after"), request_id=FIRST_ID + 1),
+        "claimed_strings": whole + request("count_strings", varint(8100) + b"\x00" * 8100),
+        "claimed_variants": whole + request("count_variants", varint(8000) + b"\x00" * 8000),
+        "claimed_map": whole + request(
+            "count_map", varint(1600) + b"".join(u32(k) + varint(0) for k in range(1600))),
+        # A decode that throws (the key 666 poisons the comparison), then a call that must
+        # still be answered on the same connection.
+        "decode_throws_sync": whole + request("touchy", varint(2) + i32(1) + i32(666)) +
+        request("echo", s("next"), request_id=FIRST_ID + 1),
+        "decode_throws_coroutine": whole + request("touchy_co", varint(2) + i32(666) + i32(1)) +
+        request("echo", s("next"), request_id=FIRST_ID + 1),
+        # 100 replies of 8000 bytes for 36-byte requests: read late (bit 6), or never.
+        "big_replies_late_reader": b"\x40\x00" + b"".join(
+            request("big", u32(8000), request_id=FIRST_ID + i) for i in range(100)),
+        "big_replies_vanish": b"\x0c\x00" + b"".join(
+            request("big", u32(8000), request_id=FIRST_ID + i) for i in range(100)),
+        # Cancels for calls still running, one for an id never sent, and a ping after them.
+        "cancel_running": whole + b"".join(
+            request("nap", u16(40), request_id=FIRST_ID + i) for i in range(3)) +
+        frame(3, FIRST_ID, 0) + frame(3, FIRST_ID + 2, 0) + frame(3, 99, 0) + frame(4, 7, 0),
+        # Request id 0: rejected, and the connection closes (docs/protocol.md, "Request ids").
+        "request_id_zero": whole + request("echo", s("zero"), request_id=0) +
+        request("echo", s("never"), request_id=FIRST_ID),
+        # The same id twice while the first call still runs, then a cancel for it.
+        "duplicate_running_id": whole + request("nap", u16(30)) + request("nap", u16(30)) +
+        request("echo", s("x"), request_id=FIRST_ID + 1) + frame(3, FIRST_ID, 0),
     }
     return seeds
 

@@ -1,10 +1,15 @@
 // Fuzzes a live corvid::rpc_server with arbitrary client byte streams over loopback: the
 // server's framing (partial headers, partial bodies, pipelined frames, lengths at and over the
 // limit), dispatch, argument decoding, coroutine handlers that outlive the read buffer, handler
-// exceptions, half-close handling, and peers that vanish while calls are in flight. One server
-// runs for the whole session (started in LLVMFuzzerInitialize, 1 reactor thread, an 8 KiB frame
-// limit so inputs reach it with request headers and with replies, a 1 s idle timeout so every
-// connection arms and cancels its idle timer).
+// exceptions, half-close handling, and peers that vanish while calls are in flight. Issue 11's
+// states too: arguments whose decoded size is far above their encoded size (vector<optional<
+// array>>, vector<string>, a map of vectors, vector<variant>), a decode that throws (a set key
+// whose comparison throws; sync and coroutine handler), replies far bigger than their requests for
+// a peer that reads late, cancels for calls still running, request id 0 and duplicate ids. One
+// server runs for the whole session (started in LLVMFuzzerInitialize, 1 reactor thread, an 8 KiB
+// frame limit so inputs reach it with request headers and with replies, a 1 s idle timeout so every
+// connection arms and cancels its idle timer, a 4 MiB memory limit and a 32 KiB queued-reply
+// cap so a few inputs' bytes reach both).
 //
 // Per input: connect, write the stream (split in two writes at a fuzzer-chosen point, maybe
 // with a pause between, so the server sees the bytes in different read batches), shut down the
@@ -19,10 +24,13 @@
 //     complete request frame before the first bad header, by request id (a cancel frame for
 //     that id excuses one reply: a coroutine call it reaches sends none), one pong per ping,
 //     and then one error frame for that header (its id for too_large, 0 otherwise); nothing
-//     for a partial frame;
+//     for a partial frame. A request with id 0 ("Clients must never send id 0"; a reply with
+//     id 0 means the server is closing) ends the stream like a bad header: one error frame
+//     with id 0 (any failure status), nothing after it;
 //   * every 64 inputs, a fresh rpc_client's call still succeeds and the server has no
 //     connection left but that client's (abort otherwise).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -31,11 +39,14 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unistd.h>
+#include <variant>
 #include <vector>
 
 #include "corvid/client/rpc_client.hpp"
@@ -85,6 +96,33 @@ std::string repeat(std::string_view s, std::uint8_t times) {
 corvid::task<void> throws_later(std::uint8_t delay_ms) {
   co_await corvid::sleep_for(std::chrono::milliseconds(delay_ms % 4));
   throw std::runtime_error("coroutine handler failed");
+}
+// Claimed counts: one byte per element on the wire, 4097 / 32 / ~100 / 4098 bytes decoded.
+std::uint64_t count_pages(std::vector<std::optional<std::array<std::uint8_t, 4096>>> v) {
+  return v.size();
+}
+std::uint64_t count_strings(std::vector<std::string> v) { return v.size(); }
+std::uint64_t count_map(std::map<std::uint32_t, std::vector<std::string>> m) { return m.size(); }
+std::uint64_t count_variants(
+    std::vector<std::variant<std::monostate, std::array<std::uint8_t, 4096>>> v) {
+  return v.size();
+}
+// A set key whose comparison throws for 666: decoding such a set throws out of the codec.
+struct touchy_key {
+  std::int32_t v;
+  bool operator<(const touchy_key& o) const {
+    if (v == 666 || o.v == 666) throw std::runtime_error("touchy_key: poisoned compare");
+    return v < o.v;
+  }
+};
+std::uint64_t touchy(std::set<touchy_key> s) { return s.size(); }
+corvid::task<std::uint64_t> touchy_co(std::set<touchy_key> s) { co_return s.size(); }
+// A reply far bigger than its 4-byte request (at most 8000 bytes: within the frame limit).
+std::string big(std::uint32_t n) { return std::string(std::min<std::uint32_t>(n, 8000), 'b'); }
+// A coroutine call that runs long enough (up to 63 ms) for cancels and duplicates to find it.
+corvid::task<std::uint16_t> nap(corvid::request_context& ctx, std::uint16_t ms) {
+  co_await ctx.sleep_for(std::chrono::milliseconds(ms % 64));
+  co_return ms;
 }
 namespace ns {
 struct calc {
@@ -145,9 +183,15 @@ void health_check() {
   }
 }
 
-int connect_raw() {
+// `small_window`: a 4 KiB receive buffer, so a reader that starts late leaves the server
+// with its replies queued (the kernel holds little of them).
+int connect_raw(bool small_window) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   check(fd >= 0, "socket() failed");
+  if (small_window) {
+    const int size = 4096;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(server->port());
@@ -203,6 +247,7 @@ struct expectation {
   bool error_frame = false;  // one framing error at the end, with `error_id` and `error_status`
   std::uint64_t error_id = 0;
   rpc_errc error_status = rpc_errc::ok;
+  bool any_error_status = false;  // the error frame may have any failure status (request id 0)
 };
 expectation expected_replies(std::string_view stream) {
   expectation e;
@@ -224,6 +269,12 @@ expectation expected_replies(std::string_view stream) {
     if (h.type == protocol::msg_type::rdma_setup) {  // this server has no init_ibv()
       e.error_frame = true;
       e.error_status = rpc_errc::protocol_error;
+      return e;
+    }
+    if (h.type == protocol::msg_type::request && h.request_id == 0) {
+      // Rejected, and the connection closed: id 0 is the connection's, not a call's.
+      e.error_frame = true;
+      e.any_error_status = true;
       return e;
     }
     if (h.type == protocol::msg_type::request) ++e.ids[h.request_id];
@@ -264,8 +315,9 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     const std::string_view body = got.substr(protocol::header_size, h.body_length);
     const auto s = h.status;
     check(s == rpc_errc::ok || s == rpc_errc::timeout || s == rpc_errc::function_not_found ||
-              s == rpc_errc::bad_request || s == rpc_errc::message_too_large ||
-              s == rpc_errc::handler_error || s == rpc_errc::protocol_error,
+              s == rpc_errc::bad_request || s == rpc_errc::server_busy ||
+              s == rpc_errc::message_too_large || s == rpc_errc::handler_error ||
+              s == rpc_errc::protocol_error,
           "reply status the server never sends");
     if (s != rpc_errc::ok) {
       std::string message;
@@ -275,8 +327,8 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     }
     // The framing error's frame: protocol_error only ever comes from framing (handlers cannot
     // produce it); coroutine handlers' replies may still follow it.
-    if (want.error_frame && !saw_error_frame && s == want.error_status &&
-        h.request_id == want.error_id) {
+    if (want.error_frame && !saw_error_frame && h.request_id == want.error_id &&
+        (want.any_error_status ? s != rpc_errc::ok : s == want.error_status)) {
       saw_error_frame = true;
     } else {
       check(s != rpc_errc::protocol_error, "protocol_error reply without a framing error");
@@ -313,8 +365,12 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   cfg.max_frame_size = max_frame;
   cfg.stop_timeout = std::chrono::milliseconds(500);
   cfg.idle_timeout = std::chrono::seconds(1);  // armed and cancelled on every connection
-  server = new corvid::rpc_server(cfg);        // never destroyed: lives for the whole session
-  server->register_handler<echo, store, split, repeat, throws_later>();
+  // Small, so claimed counts, big replies and calls in flight reach the limits.
+  cfg.max_memory = corvid::memory_limit::bytes(4u << 20);
+  cfg.max_queued_reply_bytes = 32u << 10;
+  server = new corvid::rpc_server(cfg);  // never destroyed: lives for the whole session
+  server->register_handler<echo, store, split, repeat, throws_later, count_pages, count_strings,
+                           count_map, count_variants, touchy, touchy_co, big, nap>();
   server->register_handler<&ns::calc::add, &ns::calc::div>(&calculator);
   if (auto ec = server->async_start()) die(("server start failed: " + ec.message()).c_str());
   health_check();
@@ -323,7 +379,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 // Input: byte 0 = options (bit 0: split the write, bit 1: pause 1 ms between the halves,
 // bit 2: close without reading, bit 3: ... with a reset (SO_LINGER 0), bits 4-5: pause in ms
-// before that close), byte 1 = split point (a fraction of the stream, /255), then the stream.
+// before that close, bit 6: a late reader: a 4 KiB receive window and 20 ms before reading),
+// byte 1 = split point (a fraction of the stream, /255), then the stream.
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static unsigned runs = 0;
   if (size < 2) return -1;
@@ -331,7 +388,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view stream(reinterpret_cast<const char*>(data) + 2, size - 2);
   const std::size_t cut = (options & 1) ? stream.size() * data[1] / 255 : stream.size();
 
-  const int fd = connect_raw();
+  const int fd = connect_raw(options & 0x40);
   bool sent = send_all(fd, stream.substr(0, cut));
   if (sent && cut < stream.size()) {
     if (options & 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -348,6 +405,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   ::shutdown(fd, SHUT_WR);
+  if (options & 0x40) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   bool reset = false;
   const std::string got = read_to_eof(fd, reset);
   ::close(fd);

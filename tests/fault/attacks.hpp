@@ -7,12 +7,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <optional>
 #include <poll.h>
 #include <random>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include <corvid/codec/codec.hpp>
@@ -28,15 +34,27 @@ namespace corvid_attack {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
+#ifdef CORVID_TEST_SLOWDOWN
+// The tests' time limits are liveness bounds (something must happen eventually), never speed
+// targets, so they scale with the build's CORVID_TEST_SLOWDOWN, the factor the fault and soak
+// tests use (tests/fault/CMakeLists.txt: 4 in sanitizer builds).
+constexpr auto patience(std::chrono::milliseconds t) { return t * CORVID_TEST_SLOWDOWN; }
+#endif
+
 // A connected TCP socket to 127.0.0.1:port (-1 on failure), closed by the destructor.
 class raw_socket {
  public:
   // `send_buffer` > 0 shrinks the kernel's send buffer (before connecting, so the window is
   // sized to it): sends then progress only as fast as the server reads.
-  explicit raw_socket(std::uint16_t port, int send_buffer = 0) {
+  // `receive_buffer` > 0 shrinks the receive buffer the same way: a peer that never reads
+  // then leaves its unread replies in the server's memory, not in the kernel's.
+  explicit raw_socket(std::uint16_t port, int send_buffer = 0, int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ >= 0 && send_buffer > 0) {
       ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
+    }
+    if (fd_ >= 0 && receive_buffer > 0) {
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     }
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -45,11 +63,12 @@ class raw_socket {
     if (fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) close();
   }
   ~raw_socket() { close(); }
-  raw_socket(raw_socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  raw_socket(raw_socket&& o) noexcept : fd_(o.fd_), in_(std::move(o.in_)) { o.fd_ = -1; }
   raw_socket& operator=(raw_socket&& o) noexcept {
     if (this != &o) {
       close();
       fd_ = std::exchange(o.fd_, -1);
+      in_ = std::move(o.in_);
     }
     return *this;
   }
@@ -102,6 +121,44 @@ class raw_socket {
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
     }
   }
+  struct frame {
+    corvid::protocol::frame_header header;
+    std::string body;
+    // The message of an error reply (its body is a codec string).
+    std::string message() const {
+      std::string m;
+      corvid::codec::decode(body, m);
+      return m;
+    }
+  };
+  // The next whole frame from the peer, or nullopt if none arrived within `limit` (or the
+  // peer closed, or sent a header that does not parse).
+  std::optional<frame> read_frame(std::chrono::milliseconds limit) {
+    const auto until = steady::now() + limit;
+    for (;;) {
+      if (in_.size() >= corvid::protocol::header_size) {
+        frame f;
+        if (corvid::protocol::decode_header(in_.data(), f.header, UINT32_MAX) !=
+            corvid::protocol::header_errc::ok) {
+          return std::nullopt;
+        }
+        if (in_.size() >= f.header.frame_size()) {
+          f.body = in_.substr(corvid::protocol::header_size, f.header.body_length);
+          in_.erase(0, f.header.frame_size());
+          return f;
+        }
+      }
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[64 << 10];
+      const auto n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return std::nullopt;
+      if (n > 0) in_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
   // True if the peer has closed already (non-blocking check).
   bool peer_closed() {
     char buf[4096];
@@ -114,7 +171,100 @@ class raw_socket {
 
  private:
   int fd_ = -1;
+  std::string in_;  // bytes read but not yet returned as a frame
 };
+
+// Header bytes of a frame of any type (including ones a client must not send).
+inline std::string header_bytes(corvid::protocol::msg_type type, std::uint64_t id,
+                                std::uint32_t function_id = 0, std::uint32_t body_length = 0,
+                                std::uint32_t attachment_length = 0) {
+  corvid::protocol::frame_header h;
+  h.type = type;
+  h.request_id = id;
+  h.function_id = function_id;
+  h.body_length = body_length;
+  h.attachment_length = attachment_length;
+  std::string out(corvid::protocol::header_size, '\0');
+  corvid::protocol::encode_header(h, out.data());
+  return out;
+}
+// A cancel frame for request `id` (header only).
+inline std::string cancel_frame(std::uint64_t id) {
+  return header_bytes(corvid::protocol::msg_type::cancel, id);
+}
+// A ping frame: the server answers a pong with the same id after every frame before it.
+inline std::string ping_frame(std::uint64_t id) {
+  return header_bytes(corvid::protocol::msg_type::ping, id);
+}
+// A request whose body is `body` as given (hand-encoded arguments).
+inline std::string raw_request(std::uint64_t id, std::uint32_t function_id, std::string_view body) {
+  return header_bytes(corvid::protocol::msg_type::request, id, function_id,
+                      static_cast<std::uint32_t>(body.size())) +
+         std::string(body);
+}
+// A request whose body is the codec encoding of `args`.
+template <class... Args>
+std::string encoded_request(std::uint64_t id, std::uint32_t function_id, const Args&... args) {
+  std::string body;
+  corvid::codec::string_sink sink{body};
+  (corvid::codec::encode(sink, args), ...);
+  return raw_request(id, function_id, body);
+}
+// Appends `v` as a codec varint (unsigned LEB128): a count or a length.
+inline void append_varint(std::string& out, std::uint32_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+// The body of a call whose one parameter is a counted sequence (vector, set) of elements that
+// take one byte on the wire: the count `n`, then `n` zero bytes (empty optionals, strings or
+// vectors; decoded, each takes sizeof(element)).
+inline std::string claimed_count_body(std::uint32_t n) {
+  std::string b;
+  append_varint(b, n);
+  b.append(n, '\0');
+  return b;
+}
+// The body of a call taking std::map<std::uint32_t, std::string>: `n` entries of 5 bytes
+// (keys 0..n-1 in order, empty strings), each a tree node of ~80 bytes decoded.
+inline std::string u32_string_map_body(std::uint32_t n) {
+  std::string b;
+  append_varint(b, n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    char key[4];
+    std::memcpy(key, &k, 4);  // little-endian host (the codec asserts it)
+    b.append(key, 4);
+    b.push_back('\0');
+  }
+  return b;
+}
+
+// This process's memory as the kernel sees it (/proc/self/status), in bytes; 0 if unreadable.
+inline std::size_t proc_status_bytes(std::string_view field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, field.size(), field) == 0 && line.size() > field.size() &&
+        line[field.size()] == ':') {
+      return std::strtoull(line.c_str() + field.size() + 1, nullptr, 10) * 1024;
+    }
+  }
+  return 0;
+}
+inline std::size_t vm_rss() { return proc_status_bytes("VmRSS"); }
+// The highest RSS since the process started or since reset_vm_hwm().
+inline std::size_t vm_hwm() { return proc_status_bytes("VmHWM"); }
+// Restarts VmHWM from the current RSS (Linux >= 4.0: "5" to /proc/self/clear_refs); false
+// where that is not allowed, and VmHWM then still holds the process's older peak.
+inline bool reset_vm_hwm() {
+  const int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, "5", 1) == 1;
+  ::close(fd);
+  return ok;
+}
 
 // Header bytes of a request for `function_id` whose body claims `body_length` bytes.
 inline std::string request_header(std::uint64_t id, std::uint32_t function_id,

@@ -15,10 +15,8 @@ namespace {
 using corvid_attack::raw_socket;
 constexpr std::uint32_t echo_id = corvid::protocol::function_id<echo>();
 
-// The limits below are liveness bounds (something must happen eventually), never speed
-// targets, so they scale with the build's CORVID_TEST_SLOWDOWN, the factor the fault and soak
-// tests use (tests/fault/CMakeLists.txt: 4 in sanitizer builds).
-constexpr auto patience(std::chrono::milliseconds t) { return t * CORVID_TEST_SLOWDOWN; }
+// The limits below are liveness bounds, scaled by CORVID_TEST_SLOWDOWN (attacks.hpp).
+using corvid_attack::patience;
 
 // The well-behaved client: its calls must all succeed, each within 2 s (scaled).
 class good : public corvid_attack::good_client<echo> {
