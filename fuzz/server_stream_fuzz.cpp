@@ -12,8 +12,9 @@
 // cap so a few inputs' bytes reach both).
 //
 // Per input: connect, write the stream (split in two writes at a fuzzer-chosen point, maybe
-// with a pause between, so the server sees the bytes in different read batches), shut down the
-// write side, and read until EOF. Or, when the input says so, close without reading, either
+// with a pause between, so the server sees the bytes in different read batches), read the
+// replies owed, shut down the write side (the server cancels what still runs), and read until
+// EOF. Or, when the input says so, close without reading, either
 // orderly or with a reset, after a pause of 0-3 ms: the server then meets a dead socket while
 // coroutine handlers are still running (only the health check below applies then). Checked:
 //   * the server closes the connection within 2 s of our EOF (a hang there is a bug: abort);
@@ -215,11 +216,42 @@ bool send_all(int fd, std::string_view bytes) {
   return true;
 }
 
+// Complete frames at the front of `got`.
+int complete_frames(std::string_view got) {
+  int n = 0;
+  protocol::frame_header h;
+  while (got.size() >= protocol::header_size &&
+         protocol::decode_header(got.data(), h, UINT32_MAX) == protocol::header_errc::ok &&
+         got.size() >= h.frame_size()) {
+    got.remove_prefix(h.frame_size());
+    ++n;
+  }
+  return n;
+}
+
+// Reads into `got` until `frames` complete frames are there, or the server closes (then
+// `closed`, and `reset` if it was a reset), or 2 s pass (the harness then half-closes and the
+// checks tell what is missing).
+void read_frames(int fd, int frames, std::string& got, bool& closed, bool& reset) {
+  char buf[16384];
+  closed = reset = false;
+  while (complete_frames(got) < frames) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      got.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    reset = n < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+    closed = n == 0 || reset;
+    return;
+  }
+}
+
 // Everything the server sends until it closes. `reset` is set when the close was a reset:
 // a server that closes with our bytes still unread in its socket (after a framing error) makes
 // the kernel send RST, which may discard replies not yet read here.
-std::string read_to_eof(int fd, bool& reset) {
-  std::string got;
+void read_to_eof(int fd, std::string& got, bool& reset) {
   char buf[16384];
   reset = false;
   for (;;) {
@@ -228,11 +260,11 @@ std::string read_to_eof(int fd, bool& reset) {
       got.append(buf, static_cast<std::size_t>(n));
       continue;
     }
-    if (n == 0) return got;
+    if (n == 0) return;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) die("no EOF from the server within 2 s");
     reset = true;
-    return got;
+    return;
   }
 }
 
@@ -248,6 +280,23 @@ struct expectation {
   std::uint64_t error_id = 0;
   rpc_errc error_status = rpc_errc::ok;
   bool any_error_status = false;  // the error frame may have any failure status (request id 0)
+  // Two requests with one id: if the first is a coroutine call still running when the second
+  // arrives, the server answers protocol_error with id 0 and closes ("Ids must be unique among
+  // the client's calls in flight"); whether it still runs is timing, so such a stream may end
+  // there, and only the replies' validity is checked.
+  bool duplicate_ids = false;
+  // Replies (and pongs, and the error frame) that must arrive before the stream is complete:
+  // the harness reads this many frames before it half-closes, since the server cancels
+  // coroutine calls still running when it reads our FIN.
+  int frames_owed() const {
+    int n = error_frame ? 1 : 0;
+    for (const auto& [id, k] : ids) {
+      const auto c = cancels.find(id);
+      n += k - (c == cancels.end() ? 0 : c->second);
+    }
+    for (const auto& [id, k] : pings) n += k;
+    return duplicate_ids ? 0 : n;
+  }
 };
 expectation expected_replies(std::string_view stream) {
   expectation e;
@@ -277,7 +326,7 @@ expectation expected_replies(std::string_view stream) {
       e.any_error_status = true;
       return e;
     }
-    if (h.type == protocol::msg_type::request) ++e.ids[h.request_id];
+    if (h.type == protocol::msg_type::request && ++e.ids[h.request_id] > 1) e.duplicate_ids = true;
     if (h.type == protocol::msg_type::cancel && e.ids.count(h.request_id))
       ++e.cancels[h.request_id];
     if (h.type == protocol::msg_type::ping) ++e.pings[h.request_id];
@@ -292,6 +341,7 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
   std::map<std::uint64_t, int> ids;
   std::map<std::uint64_t, int> pongs;
   bool saw_error_frame = false;
+  bool saw_duplicate_error = false;
   while (!got.empty()) {
     if (!complete && got.size() < protocol::header_size) break;
     check(got.size() >= protocol::header_size, "reply stream ends inside a header");
@@ -330,6 +380,8 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     if (want.error_frame && !saw_error_frame && h.request_id == want.error_id &&
         (want.any_error_status ? s != rpc_errc::ok : s == want.error_status)) {
       saw_error_frame = true;
+    } else if (want.duplicate_ids && h.request_id == 0 && s == rpc_errc::protocol_error) {
+      saw_duplicate_error = true;  // a reused id: the connection ends here
     } else {
       check(s != rpc_errc::protocol_error, "protocol_error reply without a framing error");
       ++ids[h.request_id];
@@ -344,7 +396,7 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     const auto it = want.pings.find(id);
     check(it != want.pings.end() && n <= it->second, "a pong for a ping never sent");
   }
-  if (!complete) return;
+  if (!complete || saw_duplicate_error) return;
   check(saw_error_frame == want.error_frame, "framing error frame missing");
   check(pongs == want.pings, "pongs missing for pings");
   for (const auto& [id, n] : want.ids) {
@@ -404,12 +456,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (++runs % health_every == 0) health_check();
     return 0;
   }
-  ::shutdown(fd, SHUT_WR);
-  if (options & 0x40) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  bool reset = false;
-  const std::string got = read_to_eof(fd, reset);
-  ::close(fd);
   const expectation want = expected_replies(stream);
+  if (options & 0x40) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The replies owed first, then our FIN (it cancels coroutine calls still running), then the
+  // rest until the server closes.
+  std::string got;
+  bool closed = false;
+  bool reset = false;
+  read_frames(fd, want.frames_owed(), got, closed, reset);
+  if (!closed) {
+    ::shutdown(fd, SHUT_WR);
+    read_to_eof(fd, got, reset);
+  }
+  ::close(fd);
   // A reset (or a refused send) is only acceptable after a framing error, where the server
   // closes with our remaining bytes unread; a well-formed stream must end in an orderly close.
   if (reset || !sent) check(want.error_frame, "connection reset without a framing error");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <poll.h>
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/post.hpp>
@@ -14,6 +15,8 @@
 
 #include "../rdma/handshake.hpp"
 #include "server_core.hpp"
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 
 namespace corvid::detail {
 namespace {
@@ -26,6 +29,9 @@ constexpr std::size_t max_error_message = 4096;
 // While others wait for memory, a connection pausing for calls or replies needs this much
 // call memory free before it dispatches again.
 constexpr std::size_t min_dispatch_room = 4096;
+// How often a paused connection looks whether its peer has gone (FIN or RST).
+constexpr std::chrono::milliseconds hangup_check{100};
+constexpr std::chrono::milliseconds hangup_probe{500};
 }  // namespace
 
 server_connection::server_connection(server_core& core,
@@ -92,6 +98,8 @@ std::chrono::steady_clock::time_point server_connection::next_check() const noex
   }
   // A frame may start later: look again within frame_read_timeout.
   if (c.frame_read_timeout.count() > 0) t = std::min(t, now + c.frame_read_timeout);
+  // Paused by a limit, the connection reads nothing, so it would not see its peer leave.
+  if (paused()) t = std::min(t, now + hangup_check);
   return t;
 }
 
@@ -108,7 +116,8 @@ void server_connection::on_timer() {
   const time_point now = std::chrono::steady_clock::now();
   if (c.write_timeout.count() > 0 &&
       (write_stalled_for(c.write_timeout, now) ||
-       (core_.memory.has_waiters() && write_stalled_for(stall_grace(), now)))) {
+       (core_.memory.has_waiters() && write_stalled_for(stall_grace(), now)) ||
+       kernel_queue_stalled(now))) {
     core_.stats.on_dead_peer();
     close();  // the peer stopped reading our replies: its memory goes back
     return;
@@ -120,7 +129,30 @@ void server_connection::on_timer() {
     close();  // a frame granted memory stopped arriving while others wait for memory
     return;
   }
-  if (waiting_memory_ || waiting_calls_ || waiting_writes_) {
+  if (paused() && !rdma_) {
+    // The peer's FIN or RST waits behind the requests left unread; poll() tells at once
+    // about an RST, and about a FIN the peer's kernel could send. A FIN queued behind
+    // requests our full receive window holds back never arrives: a ping now and then makes
+    // a peer that closed answer with an RST instead (a live one answers a pong).
+    if (!writing_ && pending_.empty() && now - last_ping_ >= hangup_probe) {
+      last_ping_ = now;
+      core_.stats.on_ping();
+      queue_control(protocol::msg_type::ping, 0);
+      flush();
+    }
+    pollfd p{socket_.native_handle(), POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+      stop_reading_ = true;
+      if ((p.revents & (POLLHUP | POLLERR)) != 0) {
+        close();  // reset: nothing can be written any more
+        return;
+      }
+      on_peer_finished();
+      close_if_done();
+      if (closed_) return;
+    }
+  }
+  if (paused()) {
     // Paused by a limit of this server: what the peer sends waits in the kernel, so a frame
     // not progressing and a peer not heard are our doing. The clocks restart (a peer that
     // does not read is caught by write_timeout above).
@@ -162,6 +194,7 @@ void server_connection::read_more() {
   if (mem_.replies_full(queued_reply_bytes())) {
     // The client sends but does not read: read none of its requests until writes drain.
     waiting_writes_ = true;
+    watch_hangup();
     return;
   }
   // Growing the read room is reserved first; without memory the current buffer must do.
@@ -264,8 +297,33 @@ void server_connection::on_peer_finished() {
   cancel_all_running();
 }
 
+bool server_connection::kernel_queue_stalled(time_point now) noexcept {
+  // Replies our write handed to the kernel wait in the socket's send queue: a peer that
+  // reads none of them leaves it unchanged, with megabytes of kernel memory held. A few
+  // unacknowledged bytes (a segment in retransmission) hold nothing worth a close.
+  constexpr int worth_closing = 64 * 1024;
+  if (writing_ || rdma_) return false;
+  int queued = 0;
+  if (::ioctl(socket_.native_handle(), SIOCOUTQ, &queued) != 0 || queued < worth_closing) {
+    kernel_queued_ = 0;
+    return false;
+  }
+  if (static_cast<std::size_t>(queued) != kernel_queued_) {
+    kernel_queued_ = static_cast<std::size_t>(queued);
+    kernel_queue_since_ = now;
+    return false;
+  }
+  return now - kernel_queue_since_ >= core_.config.write_timeout;
+}
+
+void server_connection::watch_hangup() {
+  const time_point soon = std::chrono::steady_clock::now() + hangup_check;
+  if (timer_ && timer_->expiry() > soon) recheck_at(soon);
+}
+
 void server_connection::wait_for_memory(bool for_read, std::size_t need) {
   waiting_memory_ = true;
+  watch_hangup();
   std::weak_ptr<server_connection> weak =
       std::static_pointer_cast<server_connection>(shared_from_this());
   core_.memory.wait(
@@ -436,11 +494,13 @@ bool server_connection::admit_request(const protocol::frame_header& h, bool& ok)
   // and the batch goes on when the limit lifts.
   if (in_flight_ >= core_.config.max_calls_per_connection) {
     waiting_calls_ = true;  // call_finished resumes
+    watch_hangup();
     return false;
   }
   if (mem_.replies_full(queued_reply_bytes())) {
     waiting_writes_ = true;  // on_write resumes
     hold_replies();
+    watch_hangup();
     return false;
   }
   const bool server_full = core_.memory.server.available() < min_dispatch_room;

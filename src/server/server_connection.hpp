@@ -97,6 +97,9 @@ class server_connection final : public reply_channel {
   void hold_replies();  // registers reclaim_replies with server_memory
   void recheck_at(std::chrono::steady_clock::time_point t);  // on_timer then, not later
   std::chrono::milliseconds stall_grace() const noexcept;
+  // The kernel's send queue holds bytes that have not moved for write_timeout (checked at
+  // each timer check, so within 1.5 x write_timeout).
+  bool kernel_queue_stalled(std::chrono::steady_clock::time_point now) noexcept;
   bool write_stalled_for(std::chrono::steady_clock::duration d,
                          std::chrono::steady_clock::time_point now) const noexcept {
     return writing_ && now - write_moved_ >= d;
@@ -106,6 +109,9 @@ class server_connection final : public reply_channel {
   // armed for the earliest limit and only re-armed when it fires: activity just moves the
   // timestamps below, so the hot path never touches the timer.
   bool has_time_limits() const noexcept;
+  bool paused() const noexcept { return waiting_memory_ || waiting_calls_ || waiting_writes_; }
+  // Paused, the connection reads nothing: its timer looks for a hang-up every 100 ms instead.
+  void watch_hangup();
   std::chrono::steady_clock::time_point next_check() const noexcept;
   void arm_timer();
   void on_timer();
@@ -125,12 +131,14 @@ class server_connection final : public reply_channel {
   std::chrono::steady_clock::time_point read_time_{};  // when the current batch arrived
   std::optional<asio::steady_timer> timer_;            // only when a time limit is configured
   using time_point = std::chrono::steady_clock::time_point;
-  time_point last_activity_{};  // last request or call end: what "idle" is measured from
-  time_point last_heard_{};     // last byte read, or a write the peer drained (heartbeats)
-  time_point last_ping_{};      // our last ping
-  time_point frame_started_{};  // first byte of the incomplete frame in read_buf_, or {}
-  time_point write_moved_{};    // the write in flight started or last moved bytes
-  running_calls running_;       // coroutine calls in flight, by request id
+  time_point last_activity_{};       // last request or call end: what "idle" is measured from
+  time_point last_heard_{};          // last byte read, or a write the peer drained (heartbeats)
+  time_point last_ping_{};           // our last ping
+  time_point frame_started_{};       // first byte of the incomplete frame in read_buf_, or {}
+  time_point write_moved_{};         // the write in flight started or last moved bytes
+  std::size_t kernel_queued_ = 0;    // the socket's send queue at the last timer check
+  time_point kernel_queue_since_{};  // since when it has held that many bytes
+  running_calls running_;            // coroutine calls in flight, by request id
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::size_t in_flight_ = 0;      // coroutine handlers running (cancelled ones included)
