@@ -115,17 +115,15 @@ void connection_memory::settle_read(std::size_t capacity) noexcept {
   read_charged_ = capacity;
 }
 
-bool connection_memory::admit(std::size_t bytes) noexcept {
-  if (credit_ < bytes) {
-    const std::size_t missing = bytes - credit_;
-    const std::size_t step = std::max(missing, credit_step);
-    if (calls_.try_reserve(step)) {
-      credit_ += step;
-    } else if (step != missing && calls_.try_reserve(missing)) {
-      credit_ += missing;
-    } else {
-      return false;
-    }
+bool connection_memory::admit_more(std::size_t bytes) noexcept {
+  const std::size_t missing = bytes - credit_;
+  const std::size_t step = std::max(missing, credit_step);
+  if (calls_.try_reserve(step)) {
+    credit_ += step;
+  } else if (step != missing && calls_.try_reserve(missing)) {
+    credit_ += missing;
+  } else {
+    return false;
   }
   return true;
 }
@@ -136,20 +134,14 @@ void connection_memory::release_credit() noexcept {
   server_.notify();
 }
 
-std::size_t connection_memory::allowance(std::size_t want) noexcept {
-  if (credit_ < want && !admit(want)) {
+std::size_t connection_memory::allowance_more(std::size_t want) noexcept {
+  if (!admit_more(want)) {
     // All there is (another reactor may take some in between: then nothing more).
     if (const std::size_t room = calls_.available(); room != 0 && calls_.try_reserve(room)) {
       credit_ += room;
     }
   }
   return credit_;
-}
-
-void connection_memory::charge_admitted(std::size_t bytes) noexcept {
-  bytes = std::min(bytes, credit_);  // never more than was allowed
-  credit_ -= bytes;
-  admitted_ += bytes;
 }
 
 std::size_t connection_memory::take_admitted() noexcept { return std::exchange(admitted_, 0); }
@@ -168,10 +160,8 @@ void connection_memory::end_batch() noexcept {
   server_.notify();
 }
 
-bool connection_memory::reserve_reply(std::size_t bytes, std::size_t queued) noexcept {
-  if (queued != 0 && replies_full(queued)) return false;
+bool connection_memory::reserve_reply_more(std::size_t bytes, std::size_t queued) noexcept {
   const std::size_t spare = replies_charged_ > queued ? replies_charged_ - queued : 0;
-  if (spare >= bytes) return true;
   const std::size_t missing = bytes - spare;
   const std::size_t step = std::max(missing, credit_step);
   if (replies_.try_reserve(step)) {
@@ -186,12 +176,18 @@ bool connection_memory::reserve_reply(std::size_t bytes, std::size_t queued) noe
 
 void connection_memory::settle_replies(std::size_t queued) noexcept {
   if (queued > replies_charged_) {
-    replies_.reserve(queued - replies_charged_);
-  } else if (queued < replies_charged_) {
-    replies_.release(replies_charged_ - queued);
+    replies_.reserve(queued - replies_charged_);  // small frames queued without a reservation
+    replies_charged_ = queued;
+    return;
+  }
+  // A spare of reply_keep stays for the next reply, so a connection answering one call at a
+  // time touches no tracker per call; with anyone waiting for memory, nothing stays.
+  const std::size_t keep = queued + (server_.has_waiters() ? 0 : reply_keep);
+  if (replies_charged_ > keep) {
+    replies_.release(replies_charged_ - keep);
+    replies_charged_ = keep;
     server_.notify();
   }
-  replies_charged_ = queued;
 }
 
 }  // namespace corvid::detail

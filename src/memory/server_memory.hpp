@@ -97,15 +97,21 @@ class connection_memory {
   // credit (a batch of small calls costs one reservation). False = no room. A coroutine call,
   // which copies its request, charges the bytes from the credit (charge_admitted); a
   // synchronous one reads the request where it lies in the read buffer, already charged.
-  bool admit(std::size_t bytes) noexcept;
+  bool admit(std::size_t bytes) noexcept { return credit_ >= bytes || admit_more(bytes); }
   // Gives the unused credit back now (a reply needs the memory), instead of at end_batch().
   void release_credit() noexcept;
   // Credit the frame being dispatched may still take (decoded arguments, call state), after
   // reserving up to `want` (as much of it as the trackers allow; unused credit returns at
   // end_batch()).
-  std::size_t allowance(std::size_t want) noexcept;
+  std::size_t allowance(std::size_t want) noexcept {
+    return credit_ >= want ? credit_ : allowance_more(want);
+  }
   // Moves `bytes` of the allowance into the admitted frame's charge.
-  void charge_admitted(std::size_t bytes) noexcept;
+  void charge_admitted(std::size_t bytes) noexcept {
+    bytes = std::min(bytes, credit_);  // never more than was allowed
+    credit_ -= bytes;
+    admitted_ += bytes;
+  }
   // The admitted frame became a running call that keeps its bytes until call_done().
   std::size_t take_admitted() noexcept;
   // The admitted frame is done (handled synchronously): its bytes return to the credit.
@@ -114,12 +120,20 @@ class connection_memory {
   // End of a batch: unused credit goes back.
   void end_batch() noexcept;
 
+  // Reply memory a connection keeps reserved between batches (see settle_replies): what a
+  // small reply and the dispatch check need, without a tracker operation per call.
+  static constexpr std::size_t reply_keep = 4096;
+
   // Queued replies. Before encoding a reply of `bytes`, with `queued` bytes already queued:
   // reserves it (from a credit, like calls). False = refused: the connection's queue is at
   // max_queued_reply_bytes, or the server has no memory for it.
-  bool reserve_reply(std::size_t bytes, std::size_t queued) noexcept;
-  // Brings the reply charge to what is queued now: releases spare credit and what was
-  // written; charges by force what was queued without a reservation (small bounded frames).
+  bool reserve_reply(std::size_t bytes, std::size_t queued) noexcept {
+    return (queued == 0 || !replies_full(queued)) &&
+           (replies_charged_ >= queued + bytes || reserve_reply_more(bytes, queued));
+  }
+  // Brings the reply charge to what is queued now: releases what was written and spare
+  // credit past reply_keep; charges by force what was queued without a reservation (small,
+  // bounded frames: errors, pongs).
   void settle_replies(std::size_t queued) noexcept;
   bool replies_full(std::size_t queued) const noexcept {
     return queued >= server_.max_queued_reply_bytes;
@@ -142,6 +156,10 @@ class connection_memory {
   server_memory& server() noexcept { return server_; }
 
  private:
+  bool admit_more(std::size_t bytes) noexcept;
+  std::size_t allowance_more(std::size_t want) noexcept;
+  bool reserve_reply_more(std::size_t bytes, std::size_t queued) noexcept;
+
   server_memory& server_;
   memory_tracker read_;
   memory_tracker replies_;

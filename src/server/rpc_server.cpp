@@ -33,6 +33,34 @@ std::string bad_arguments_message(std::string_view function, std::string_view wh
   return m;
 }
 
+void refuse_arguments(reply_channel& ch, std::uint64_t request_id, std::string_view function,
+                      codec::decode_errc ec, std::size_t budget) {
+  if (ec == codec::decode_errc::over_budget) {
+    ch.reply_error(
+        request_id, rpc_errc::server_busy,
+        bad_arguments_message(function,
+                              "decoding them needs more memory than the server allows the "
+                              "call (over " +
+                                  std::to_string(budget) + " bytes)"));
+  } else {
+    ch.reply_error(request_id, rpc_errc::bad_request,
+                   bad_arguments_message(function, codec::to_string(ec)));
+  }
+}
+
+void refuse_arguments(reply_channel& ch, std::uint64_t request_id, std::string_view function,
+                      std::exception_ptr error) {
+  try {
+    std::rethrow_exception(std::move(error));
+  } catch (const std::bad_alloc&) {
+    ch.reply_error(request_id, rpc_errc::server_busy,
+                   bad_arguments_message(function, "out of memory while decoding them"));
+  } catch (...) {  // a user type's hash, comparison or constructor threw
+    ch.reply_error(request_id, rpc_errc::bad_request,
+                   bad_arguments_message(function, describe_exception(std::current_exception())));
+  }
+}
+
 server_core::~server_core() {
   begin_stop();
   wait_stopped();

@@ -18,15 +18,6 @@ std::size_t running_calls::slot_of(std::uint64_t id) const noexcept {
   return i;
 }
 
-request_context* running_calls::find(std::uint64_t request_id) const noexcept {
-  if (size_ == 0) return nullptr;
-  return slots_[slot_of(request_id)];
-}
-
-void running_calls::reserve_one() {
-  if ((size_ + 1) * 2 > slots_.size()) grow();
-}
-
 bool running_calls::insert(request_context* ctx) noexcept {
   if ((size_ + 1) * 2 > slots_.size()) return false;  // reserve_one() was not called
   const std::size_t i = slot_of(ctx->request_id());

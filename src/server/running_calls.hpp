@@ -18,11 +18,15 @@ class running_calls {
  public:
   // Makes room for one more insert, so that insert() allocates nothing (it may run where an
   // exception cannot be handled).
-  void reserve_one();
+  void reserve_one() {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+  }
   // False (and nothing inserted) when a call with the same request id is running.
   bool insert(request_context* ctx) noexcept;
   void erase(request_context* ctx) noexcept;
-  request_context* find(std::uint64_t request_id) const noexcept;
+  request_context* find(std::uint64_t request_id) const noexcept {
+    return size_ == 0 ? nullptr : slots_[slot_of(request_id)];
+  }
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   // Calls f(ctx) for every running call; f must not insert or erase.

@@ -28,7 +28,7 @@ constexpr std::size_t max_read_room = 256 * 1024;
 constexpr std::size_t max_error_message = 4096;
 // While others wait for memory, a connection pausing for calls or replies needs this much
 // call memory free before it dispatches again.
-constexpr std::size_t min_dispatch_room = 4096;
+constexpr std::size_t min_dispatch_room = connection_memory::reply_keep;
 // How often a paused connection looks whether its peer has gone (FIN or RST).
 constexpr std::chrono::milliseconds hangup_check{100};
 constexpr std::chrono::milliseconds hangup_probe{500};
@@ -251,7 +251,7 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
   read_time_ = std::chrono::steady_clock::now();  // deadlines count from arrival
   last_heard_ = read_time_;
   const bool ok = process_frames();
-  flush();
+  flush(batch_end_);
   settle_replies();
   if (ok) read_more();
   close_if_done();
@@ -349,7 +349,7 @@ void server_connection::resume_dispatch() {
     return;
   }
   const bool ok = process_frames();  // what waited in the buffer, then read on
-  flush();
+  flush(batch_end_);
   settle_replies();
   if (ok) read_more();
   close_if_done();
@@ -393,7 +393,17 @@ bool server_connection::process_frames() {
       break;  // the client sends nothing more on this socket
     }
     if (h.type == protocol::msg_type::request) {
-      if (!admit_request(h, ok)) break;
+      bool admitted = false;
+      try {
+        admitted = admit_request(h, ok);
+      } catch (...) {
+        // Out of memory in our own bookkeeping (handlers' and decoders' exceptions are
+        // answered where they happen): this connection cannot keep its replies consistent.
+        mem_.return_admitted();
+        close();
+        ok = false;
+      }
+      if (!admitted) break;
       requests = true;
       ++frames;
     } else {
@@ -406,6 +416,7 @@ bool server_connection::process_frames() {
   dispatching_ = false;
   if (timer_) {
     const time_point now = std::chrono::steady_clock::now();  // after the handlers ran
+    batch_end_ = now;
     if (requests) last_activity_ = now;
     const bool partial = !read_buf_.empty() || skip_ != 0;  // a frame is still arriving
     if (partial && frame_started_ == time_point{}) frame_started_ = now;
@@ -478,6 +489,21 @@ bool server_connection::grow_for_frame(const protocol::frame_header& h, std::uin
 }
 
 bool server_connection::admit_request(const protocol::frame_header& h, bool& ok) {
+  // Every check passes, the common case: a few compares (the index is empty, the credits
+  // cover the request and a reply).
+  if (h.request_id != 0 && running_.find(h.request_id) == nullptr &&
+      in_flight_ < core_.config.max_calls_per_connection &&
+      mem_.reserve_reply(min_dispatch_room, queued_reply_bytes()) && mem_.admit(h.payload_size()))
+      [[likely]] {
+    served_request_ = true;
+    dispatch(h, read_buf_.data() + protocol::header_size);
+    mem_.return_admitted();  // unless a coroutine call took the bytes
+    return true;
+  }
+  return hold_request(h, ok);
+}
+
+bool server_connection::hold_request(const protocol::frame_header& h, bool& ok) {
   if (h.request_id == 0) {
     fail(0, rpc_errc::protocol_error, "request id 0 is reserved");
     ok = false;
@@ -497,32 +523,25 @@ bool server_connection::admit_request(const protocol::frame_header& h, bool& ok)
     watch_hangup();
     return false;
   }
-  if (mem_.replies_full(queued_reply_bytes())) {
+  // Room for a reply, from the reply credit: refused, either this connection's queue is full
+  // or the server is, and dispatching would only produce errors.
+  const std::size_t queued = queued_reply_bytes();
+  const bool server_full = !mem_.reserve_reply(min_dispatch_room, queued);
+  if (server_full && mem_.replies_full(queued)) {
     waiting_writes_ = true;  // on_write resumes
     hold_replies();
     watch_hangup();
     return false;
   }
-  const bool server_full = core_.memory.server.available() < min_dispatch_room;
   if (server_full && !core_.config.busy_at_memory_limit) {
-    // The server is full (replies count too): dispatching would only produce busy errors.
     wait_for_memory(false, min_dispatch_room);
     return false;
   }
   // Room for the request bytes a coroutine call copies, before it runs.
   if (!server_full && mem_.admit(h.payload_size())) {
     served_request_ = true;
-    try {
-      dispatch(h, read_buf_.data() + protocol::header_size);
-    } catch (...) {
-      // Out of memory in our own bookkeeping (handlers' and decoders' exceptions are answered
-      // where they happen): this connection cannot keep its replies consistent.
-      mem_.return_admitted();
-      close();
-      ok = false;
-      return false;
-    }
-    mem_.return_admitted();                             // unless a coroutine call took the bytes
+    dispatch(h, read_buf_.data() + protocol::header_size);
+    mem_.return_admitted();
   } else if (!mem_.call_could_fit(h.payload_size())) {  // waiting would never end
     reply_error(h.request_id, rpc_errc::message_too_large,
                 "request of " + std::to_string(h.payload_size()) +
@@ -630,34 +649,12 @@ void server_connection::switch_to_rdma() {
 }
 
 outbound_queue* server_connection::begin_reply(std::uint64_t request_id, std::size_t frame_bytes) {
-  const std::size_t body = frame_bytes - protocol::header_size;
-  if (body > core_.config.max_frame_size) {
-    // Fail this call alone; a frame the peer must refuse would cost it the whole connection.
-    reply_error(request_id, rpc_errc::message_too_large,
-                "reply of " + std::to_string(body) + " bytes exceeds max_frame_size " +
-                    std::to_string(core_.config.max_frame_size));
-    return nullptr;
-  }
   // Reserved before it is encoded: a peer asking for big replies and not reading them must
-  // not make the server hold more than its limits.
-  // Credit set aside for calls may be what is missing: a reply comes before new calls.
-  if (!mem_.reserve_reply(frame_bytes, queued_reply_bytes()) &&
-      (mem_.release_credit(), !mem_.reserve_reply(frame_bytes, queued_reply_bytes()))) {
-    if (!mem_.reply_could_fit(frame_bytes)) {
-      reply_error(request_id, rpc_errc::message_too_large,
-                  "reply of " + std::to_string(frame_bytes) +
-                      " bytes exceeds the server's memory limit (" +
-                      std::to_string(core_.memory.server.limit()) + " bytes)");
-    } else if (mem_.replies_full(queued_reply_bytes())) {
-      reply_error(request_id, rpc_errc::server_busy,
-                  "reply not queued: " + std::to_string(queued_reply_bytes()) +
-                      " reply bytes already wait for this client to read them");
-    } else {
-      reply_error(request_id, rpc_errc::server_busy,
-                  "reply of " + std::to_string(frame_bytes) +
-                      " bytes not queued: the server is at its memory limit");
-    }
-    return nullptr;
+  // not make the server hold more than its limits. Credit set aside for calls may be what is
+  // missing: a reply comes before new calls.
+  if (frame_bytes - protocol::header_size > core_.config.max_frame_size ||
+      !mem_.reserve_reply(frame_bytes, queued_reply_bytes())) [[unlikely]] {
+    if (!retry_reply(request_id, frame_bytes)) return nullptr;
   }
   reply_mark_ = pending_.mark();
   reply_id_ = request_id;
@@ -667,6 +664,34 @@ outbound_queue* server_connection::begin_reply(std::uint64_t request_id, std::si
   h.request_id = request_id;
   protocol::encode_header(h, pending_.extend(protocol::header_size));
   return &pending_;
+}
+
+bool server_connection::retry_reply(std::uint64_t request_id, std::size_t frame_bytes) {
+  const std::size_t body = frame_bytes - protocol::header_size;
+  if (body <= core_.config.max_frame_size) {
+    mem_.release_credit();
+    if (mem_.reserve_reply(frame_bytes, queued_reply_bytes())) return true;
+  }
+  if (body > core_.config.max_frame_size) {
+    // Fail this call alone; a frame the peer must refuse would cost it the whole connection.
+    reply_error(request_id, rpc_errc::message_too_large,
+                "reply of " + std::to_string(body) + " bytes exceeds max_frame_size " +
+                    std::to_string(core_.config.max_frame_size));
+  } else if (!mem_.reply_could_fit(frame_bytes)) {
+    reply_error(request_id, rpc_errc::message_too_large,
+                "reply of " + std::to_string(frame_bytes) +
+                    " bytes exceeds the server's memory limit (" +
+                    std::to_string(core_.memory.server.limit()) + " bytes)");
+  } else if (mem_.replies_full(queued_reply_bytes())) {
+    reply_error(request_id, rpc_errc::server_busy,
+                "reply not queued: " + std::to_string(queued_reply_bytes()) +
+                    " reply bytes already wait for this client to read them");
+  } else {
+    reply_error(request_id, rpc_errc::server_busy,
+                "reply of " + std::to_string(frame_bytes) +
+                    " bytes not queued: the server is at its memory limit");
+  }
+  return false;
 }
 
 void server_connection::end_reply(request_context* ctx) {
@@ -769,13 +794,13 @@ void server_connection::call_finished(request_context& ctx) noexcept {
   close_if_done();
 }
 
-void server_connection::flush() {
+void server_connection::flush(time_point now) {
   if (writing_ || closed_ || pending_.empty()) return;
   std::swap(pending_, sending_);
   writing_ = true;
   write_calls_ = 0;
   if (core_.config.write_timeout.count() > 0) {
-    write_moved_ = std::chrono::steady_clock::now();
+    write_moved_ = now != time_point{} ? now : std::chrono::steady_clock::now();
     // Big replies are what a peer that stops reading leaves behind: known to the memory
     // waiters, they are reclaimed (the connection closed) if they stop moving.
     if (sending_.size() >= 64 * 1024) hold_replies();

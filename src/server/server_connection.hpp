@@ -61,12 +61,17 @@ class server_connection final : public reply_channel {
   // The next frame is a request: whether it may be dispatched now. False = stop the batch
   // (paused, or the frame was refused and the stream cannot continue).
   bool admit_request(const protocol::frame_header& h, bool& ok);
+  // admit_request when a check fails (out of the hot path): refuses, pauses or answers.
+  [[gnu::cold, gnu::noinline]] bool hold_request(const protocol::frame_header& h, bool& ok);
   // Makes room for the rest of a frame that has begun to arrive: grows the buffer with the
   // bytes received (at most about twice them), never to what the header merely claims.
   // False = the batch stops (waiting for memory, or the frame is being skipped).
   bool grow_for_frame(const protocol::frame_header& h, std::uint64_t& frames);
   void dispatch(const protocol::frame_header& h, const char* payload);
   void resume_dispatch();
+  // begin_reply when the reply credit is short (out of the hot path): gives unused call
+  // credit back and tries again; false = refused, and the error reply saying why is queued.
+  [[gnu::cold, gnu::noinline]] bool retry_reply(std::uint64_t request_id, std::size_t frame_bytes);
   // A client's rdma_setup frame: builds the queue pair and queues the answer; the
   // connection switches to RDMA once the answer is written (switch_to_rdma).
   void on_rdma_setup(const protocol::frame_header& h, const char* payload);
@@ -81,7 +86,9 @@ class server_connection final : public reply_channel {
   // Sends an error frame, then closes once everything queued is written.
   void fail(std::uint64_t request_id, rpc_errc code, std::string_view message);
   void frame_queued();
-  void flush();
+  // Starts a write of what is queued, if none is in flight. `now`: the time, if the caller
+  // has just read the clock (the write's stall clock starts there).
+  void flush(std::chrono::steady_clock::time_point now = {});
   void write_each();
   void on_write(const std::error_code& ec, std::size_t n);
   void close_if_done();
@@ -135,6 +142,7 @@ class server_connection final : public reply_channel {
   time_point last_heard_{};          // last byte read, or a write the peer drained (heartbeats)
   time_point last_ping_{};           // our last ping
   time_point frame_started_{};       // first byte of the incomplete frame in read_buf_, or {}
+  time_point batch_end_{};           // when the last dispatched batch's handlers had run
   time_point write_moved_{};         // the write in flight started or last moved bytes
   std::size_t kernel_queued_ = 0;    // the socket's send queue at the last timer check
   time_point kernel_queue_since_{};  // since when it has held that many bytes

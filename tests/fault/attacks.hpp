@@ -145,6 +145,9 @@ class raw_socket {
         if (in_.size() >= f.header.frame_size()) {
           f.body = in_.substr(corvid::protocol::header_size, f.header.body_length);
           in_.erase(0, f.header.frame_size());
+          // The server pings a connection it has paused (to find a peer that closed); these
+          // raw peers wait for responses and pongs, so its pings are read and skipped.
+          if (f.header.type == corvid::protocol::msg_type::ping) continue;
           return f;
         }
       }

@@ -304,7 +304,39 @@ consteval bool check_decodable() {
   return decodable<T>;
 }
 
+// Whether decoding a T can allocate at all: false for scalars, views and fixed compositions
+// of them (optional, variant, array, tuple, aggregates). Such a T needs no budget, so a
+// caller may skip making one.
+template <class T>
+consteval bool may_allocate() {
+  constexpr kind k = kind_v<T>;
+  if constexpr (k == kind::boolean || k == kind::scalar || k == kind::string_view ||
+                k == kind::byte_span || k == kind::empty) {
+    return false;
+  } else if constexpr (k == kind::array || k == kind::optional) {
+    return may_allocate<typename T::value_type>();
+  } else if constexpr (k == kind::variant) {
+    return with_indices<std::variant_size_v<T>>(
+        [](auto... i) { return (may_allocate<std::variant_alternative_t<i, T>>() || ...); });
+  } else if constexpr (k == kind::tuple) {
+    return with_indices<std::tuple_size_v<T>>([](auto... i) {
+      return (may_allocate<std::remove_reference_t<std::tuple_element_t<i, T>>>() || ... || false);
+    });
+  } else if constexpr (k == kind::aggregate) {
+    return with_indices<boost::pfr::tuple_size_v<T>>([](auto... i) {
+      return (may_allocate<boost::pfr::tuple_element_t<i, T>>() || ... || false);
+    });
+  } else {
+    return true;  // strings, containers
+  }
+}
+
 }  // namespace detail
+
+// False when decoding a T never allocates (see detail::may_allocate): a decode_budget would
+// stay unused.
+template <class T>
+inline constexpr bool decoding_may_allocate_v = detail::may_allocate<T>();
 
 // Decodes one value from the front of r into out, leaving r after it. On error, out and the
 // position of r are unspecified (but valid). A string_view or byte span inside out points into

@@ -83,6 +83,13 @@ void send_value(reply_channel& ch, std::uint64_t id, request_context& ctx, const
   ch.end_reply(&ctx);
 }
 
+// Answers a request whose arguments did not decode (out of the hot path).
+[[gnu::cold]] void refuse_arguments(reply_channel& ch, std::uint64_t request_id,
+                                    std::string_view function, codec::decode_errc ec,
+                                    std::size_t budget);
+[[gnu::cold]] void refuse_arguments(reply_channel& ch, std::uint64_t request_id,
+                                    std::string_view function, std::exception_ptr error);
+
 // Decodes a request's arguments within the memory the channel allows for it, charging what the
 // decoder allocated (nothing is allocated past the allowance: the decoder takes each
 // allocation from the budget first). The first try uses the credit at hand (enough for
@@ -91,14 +98,21 @@ void send_value(reply_channel& ch, std::uint64_t id, request_context& ctx, const
 // failure is answered here (bad_request, or server_busy when memory ran out) and false is
 // returned.
 template <auto F>
-bool decode_arguments(reply_channel& ch, const request_view& req, std::string_view body,
-                      decoded_args_t<F>& args) {
-  std::string why;
-  rpc_errc code = rpc_errc::bad_request;
+[[gnu::always_inline]] inline bool decode_arguments(reply_channel& ch, const request_view& req,
+                                                    std::string_view body,
+                                                    decoded_args_t<F>& args) {
+  if constexpr (!codec::decoding_may_allocate_v<decoded_args_t<F>>) {
+    // Scalars and views only: nothing to charge, nothing that can throw.
+    const codec::decode_errc ec = codec::decode(body, args);
+    if (ec == codec::decode_errc::ok) [[likely]]
+      return true;
+    refuse_arguments(ch, req.request_id, protocol::function_name<F>(), ec, 0);
+    return false;
+  }
   try {
     codec::decode_budget budget(ch.call_allowance(0));
     codec::decode_errc ec = codec::decode(body, args, budget);
-    while (ec == codec::decode_errc::over_budget) {
+    while (ec == codec::decode_errc::over_budget) [[unlikely]] {
       const std::size_t want = std::max<std::size_t>(2 * budget.limit(), 64 * 1024);
       const std::size_t more = ch.call_allowance(want);
       if (more <= budget.limit()) break;  // the trackers have nothing more to give
@@ -106,25 +120,16 @@ bool decode_arguments(reply_channel& ch, const request_view& req, std::string_vi
       budget = codec::decode_budget(more);
       ec = codec::decode(body, args, budget);
     }
-    if (ec == codec::decode_errc::ok) {
-      ch.charge_call(budget.used());
+    if (ec == codec::decode_errc::ok) [[likely]] {
+      if (budget.used() != 0) ch.charge_call(budget.used());
       return true;
     }
-    if (ec == codec::decode_errc::over_budget) {
-      code = rpc_errc::server_busy;
-      why = "decoding them needs more memory than the server allows the call (over " +
-            std::to_string(budget.limit()) + " bytes)";
-    } else {
-      why = codec::to_string(ec);
-    }
-  } catch (const std::bad_alloc&) {
-    code = rpc_errc::server_busy;
-    why = "out of memory while decoding them";
-  } catch (...) {  // a user type's hash, comparison or constructor threw
-    why = describe_exception(std::current_exception());
+    args = decoded_args_t<F>{};  // what was decoded so far goes now, not with the connection
+    refuse_arguments(ch, req.request_id, protocol::function_name<F>(), ec, budget.limit());
+  } catch (...) {  // bad_alloc, or a user type's hash, comparison or constructor threw
+    args = decoded_args_t<F>{};
+    refuse_arguments(ch, req.request_id, protocol::function_name<F>(), std::current_exception());
   }
-  args = decoded_args_t<F>{};  // what was decoded so far goes now, not with the connection
-  ch.reply_error(req.request_id, code, bad_arguments_message(protocol::function_name<F>(), why));
   return false;
 }
 
