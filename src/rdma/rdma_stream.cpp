@@ -139,6 +139,11 @@ void rdma_stream::attach_side_channel(asio::generic::stream_protocol::socket soc
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(remote.data());
     asio::ip::address_v6::bytes_type b;
     std::memcpy(b.data(), in6->sin6_addr.s6_addr, b.size());
+    const asio::ip::address_v6 a(b);
+    // An IPv6 host commonly owns a whole /64: count per prefix, or it could take every place
+    // in setup from addresses of its own. (IPv4 clients of a dual-stack server arrive
+    // v4-mapped and are counted per address.)
+    if (!a.is_v4_mapped()) std::fill(b.begin() + 8, b.end(), 0);
     peer = asio::ip::address_v6(b).to_string();
   } else if (!ec) {
     peer = "local";  // a Unix-domain side channel: every caller is this host

@@ -50,7 +50,8 @@ struct ibv_config {
   // refused with server_busy until some connect or time out.
   std::size_t max_connections_in_setup = 64;
   // At most this many of them from one peer address (the handshake's TCP peer, without the
-  // port), so one host cannot take every place: the one past it is closed as it starts.
+  // port; an IPv6 /64 counts as one), so one host cannot take every place: the one past it
+  // is closed as it starts.
   std::size_t max_connections_in_setup_per_peer = 8;
 };
 
