@@ -3,7 +3,7 @@
 // this harness. Per input it opens a soft device with a CQ and one RC queue pair, posts 0-4
 // receives (1 or 2 sges each, sizes from 0 B to 20 KiB, so the staging-buffer and the direct
 // readv paths are both reached) and connects the queue pair to a fake peer whose rendezvous
-// socket the harness binds (listen_name(gid, qpn)). As the active side the queue pair calls
+// socket the harness binds (listen_name(gid, qpn, psn)). As the active side the queue pair calls
 // the harness; as the passive side the harness calls it. The harness then writes its own
 // valid hello (or not: the input then has to carry one), 0-2 sends are posted, the input's
 // stream goes to the socket in one or two writes, and the harness shuts down its write side
@@ -270,7 +270,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fd_guard listener{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   socklen_t len = 0;
   const sockaddr_un peer_addr =
-      abstract_address(corvid::verbs::soft::listen_name(peer.gid, peer.qp_num), len);
+      abstract_address(corvid::verbs::soft::listen_name(peer.gid, peer.qp_num, peer.psn), len);
   check(listener.fd >= 0 &&
             ::bind(listener.fd, reinterpret_cast<const sockaddr*>(&peer_addr), len) == 0 &&
             ::listen(listener.fd, 4) == 0,
@@ -287,7 +287,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (passive) {
     sock.fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const sockaddr_un qp_addr =
-        abstract_address(corvid::verbs::soft::listen_name(me.gid, me.qp_num), len);
+        abstract_address(corvid::verbs::soft::listen_name(me.gid, me.qp_num, me.psn), len);
     check(sock.fd >= 0 && ::connect(sock.fd, reinterpret_cast<const sockaddr*>(&qp_addr), len) == 0,
           "cannot call the queue pair's rendezvous socket");
   } else {

@@ -66,22 +66,50 @@ std::string setup_frame(rpc_errc status, std::string_view body) {
   return frame + payload;
 }
 
+std::string quote_bounded(std::string_view s) {
+  constexpr std::size_t shown = 32;
+  std::string out;
+  for (const char c : s.substr(0, shown)) out += c >= 0x20 && c < 0x7f ? c : '?';
+  if (s.size() > shown) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
 expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
     const std::shared_ptr<rdma_context>& ctx, asio::io_context& reactor, rdma_counters* counters,
     std::string_view request, std::string& reply) {
+  // A setup message is ~80 bytes; the frame limit lets far bigger ones through.
+  if (request.size() > max_setup_body) {
+    return unexpected(rpc_error(rpc_errc::protocol_error, "RDMA setup message of " +
+                                                              std::to_string(request.size()) +
+                                                              " bytes; the most accepted is " +
+                                                              std::to_string(max_setup_body)));
+  }
   setup_message peer;
   if (auto why = decode_setup(request, peer); !why.empty()) {
     return unexpected(rpc_error(rpc_errc::protocol_error, std::move(why)));
   }
   if (peer.provider != ctx->provider()) {
+    // The client's string is quoted bounded: the refusal must not carry what it sent back
+    // at whatever size it chose.
     return unexpected(rpc_error(rpc_errc::connect_failed, "RDMA provider mismatch: client uses '" +
-                                                              peer.provider + "', server uses '" +
-                                                              ctx->provider() + "'"));
+                                                              quote_bounded(peer.provider) +
+                                                              "', server uses '" + ctx->provider() +
+                                                              "'"));
+  }
+  const ibv_config& cfg = ctx->config();
+  auto ticket = ctx->setups().enter();
+  if (!ticket) {
+    return unexpected(rpc_error(
+        rpc_errc::server_busy,
+        std::to_string(ctx->setups().max_total()) +
+            " RDMA connections are in setup, the most ibv_config::max_connections_in_setup "
+            "allows; try again once they connected or timed out"));
   }
   auto stream = rdma_stream::create(ctx, reactor, counters);
   if (!stream) return unexpected(std::move(stream).error());
   if (auto e = (*stream)->connect(remote_of(peer), peer.max_message))
     return unexpected(std::move(e));
+  (*stream)->guard_setup(std::move(ticket), cfg.setup_timeout);
   reply = encode_setup(describe(**stream, ctx->provider()));
   return std::move(*stream);
 }
@@ -168,6 +196,10 @@ struct client_exchange : std::enable_shared_from_this<client_exchange> {
       return finish({rpc_errc::protocol_error, "RDMA setup: " + why});
     }
     if (auto e = stream->connect(remote_of(peer), peer.max_message)) {
+      return finish({rpc_errc::connect_failed, "RDMA setup: " + e.message()});
+    }
+    // Tell the server our queue pair works (its setup bound, ibv_config::setup_timeout).
+    if (auto e = stream->announce()) {
       return finish({rpc_errc::connect_failed, "RDMA setup: " + e.message()});
     }
     finish({});

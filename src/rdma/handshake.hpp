@@ -39,11 +39,16 @@ std::string encode_setup(const setup_message& m);
 std::string decode_setup(std::string_view body, setup_message& m);
 setup_message describe(const rdma_stream& s, const std::string& provider);
 
+// `s` for an error message: at most 32 printable characters, then its length.
+std::string quote_bounded(std::string_view s);
+
 // A whole rdma_setup frame (header + body) with `status`; for errors `body` is the message.
 std::string setup_frame(rpc_errc status, std::string_view body);
 
 // Server: builds and connects the queue pair for a client's setup request. On success the
 // reply body goes to `reply`; on failure the error is for the client (status + message).
+// The connection is in setup until its first completion (rdma_stream::guard_setup); past
+// ibv_config::max_connections_in_setup of them, requests are refused with server_busy.
 expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
     const std::shared_ptr<rdma_context>& ctx, asio::io_context& reactor, rdma_counters* counters,
     std::string_view request, std::string& reply);

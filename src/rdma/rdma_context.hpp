@@ -12,6 +12,7 @@
 
 #include "../verbs/verbs.hpp"
 #include "chunk_pool.hpp"
+#include "setup_limiter.hpp"
 
 namespace corvid::rdma {
 
@@ -30,7 +31,11 @@ class rdma_context {
 
   rdma_context(ibv_config config, std::shared_ptr<device_context> dev,
                std::shared_ptr<chunk_pool> pool)
-      : config_(std::move(config)), device_(std::move(dev)), pool_(std::move(pool)) {}
+      : config_(std::move(config)),
+        device_(std::move(dev)),
+        pool_(std::move(pool)),
+        setups_(std::make_shared<setup_limiter>(config_.max_connections_in_setup,
+                                                config_.max_connections_in_setup_per_peer)) {}
 
   const ibv_config& config() const noexcept { return config_; }
   verbs::device& device() const noexcept { return *device_->device; }
@@ -39,11 +44,14 @@ class rdma_context {
   // For timers that trim the pool later: they hold it weakly.
   std::weak_ptr<chunk_pool> weak_pool() const noexcept { return pool_; }
   const std::string& provider() const noexcept { return device().attr().provider; }
+  // Connections of this endpoint (one init_ibv) in setup, against the config's limits.
+  setup_limiter& setups() const noexcept { return *setups_; }
 
  private:
   ibv_config config_;
   std::shared_ptr<device_context> device_;  // outlives the pool's registrations
   std::shared_ptr<chunk_pool> pool_;
+  std::shared_ptr<setup_limiter> setups_;
 };
 
 }  // namespace corvid::rdma

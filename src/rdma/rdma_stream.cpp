@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include <asio/ip/address_v4.hpp>
+#include <asio/ip/address_v6.hpp>
 #include <asio/post.hpp>
 
 #include "rdma_error.hpp"
+#include <netinet/in.h>
 
 namespace corvid::rdma {
 namespace {
@@ -123,6 +126,60 @@ rpc_error rdma_stream::connect(const verbs::endpoint_info& remote, std::size_t p
 void rdma_stream::attach_side_channel(asio::generic::stream_protocol::socket socket) {
   side_.emplace(std::move(socket));
   watch_side_channel();
+  if (!setup_ticket_) return;
+  // The peer is known only now (the handshake does not see the socket): its address, not
+  // the port, since one host opens as many ports as it likes.
+  std::error_code ec;
+  const auto remote = side_->remote_endpoint(ec);
+  std::string peer = "unknown";
+  if (!ec && remote.protocol().family() == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(remote.data());
+    peer = asio::ip::address_v4(ntohl(in->sin_addr.s_addr)).to_string();
+  } else if (!ec && remote.protocol().family() == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(remote.data());
+    asio::ip::address_v6::bytes_type b;
+    std::memcpy(b.data(), in6->sin6_addr.s6_addr, b.size());
+    const asio::ip::address_v6 a(b);
+    // An IPv6 host commonly owns a whole /64: count per prefix, or it could take every place
+    // in setup from addresses of its own. (IPv4 clients of a dual-stack server arrive
+    // v4-mapped and are counted per address.)
+    if (!a.is_v4_mapped()) std::fill(b.begin() + 8, b.end(), 0);
+    peer = asio::ip::address_v6(b).to_string();
+  } else if (!ec) {
+    peer = "local";  // a Unix-domain side channel: every caller is this host
+  }
+  if (!setup_ticket_->set_peer(std::move(peer))) {
+    end_setup();
+    fail(rdma_errc::setup_limit);
+  }
+}
+
+void rdma_stream::guard_setup(std::unique_ptr<setup_limiter::ticket> ticket,
+                              std::chrono::milliseconds timeout) {
+  setup_ticket_ = std::move(ticket);
+  setup_timer_.emplace(reactor_);
+  setup_timer_->expires_after(timeout);
+  setup_timer_->async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (ec || self->destroyed_ || !self->setup_ticket_) return;
+    self->end_setup();
+    self->fail(rdma_errc::setup_timeout);
+  });
+}
+
+void rdma_stream::end_setup() {
+  setup_ticket_.reset();
+  if (setup_timer_) setup_timer_->cancel();
+}
+
+rpc_error rdma_stream::announce() {
+  if (free_slots_.empty()) return {rpc_errc::server_busy, "RDMA setup: no send slot"};
+  const std::uint32_t slot = free_slots_.back();
+  verbs::send_wr wr;
+  wr.wr_id = send_tag | slot;
+  wr.sg_list = {};  // empty: the peer's receive completes with 0 bytes, which reads as none
+  if (auto e = qp_->post_send(wr)) return e;
+  free_slots_.pop_back();
+  return {};
 }
 
 // ---- completions ------------------------------------------------------------------------
@@ -169,10 +226,12 @@ void rdma_stream::drain() {
         fail(error_of(wc.status));
         continue;
       }
+      if (setup_ticket_) end_setup();  // the peer's queue pair works
       if (is_send) {
         on_send_done(index);
       } else {
-        counters_->on_rdma_receive();
+        // An empty receive is the peer's announce(): nothing for the reader, not a message.
+        if (wc.byte_len != 0) counters_->on_rdma_receive();
         deliver(index, wc.byte_len);
       }
     }
@@ -411,6 +470,7 @@ void rdma_stream::destroy(bool trim_later) {
   std::error_code ignored;
   if (linger_) linger_->cancel();
   if (flush_timer_) flush_timer_->cancel();
+  end_setup();
   if (side_) side_->close(ignored);  // tells the peer
   if (cq_fd_) {
     cq_fd_->cancel(ignored);

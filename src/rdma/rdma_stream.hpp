@@ -56,8 +56,17 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   // Connects the queue pair to the peer's and starts handling completions.
   rpc_error connect(const verbs::endpoint_info& remote, std::size_t peer_max_message);
   // Takes over the handshake's TCP connection; it carries nothing more, and its closing
-  // means the peer is gone.
+  // means the peer is gone. In setup (guard_setup), counts the connection against the
+  // side channel's peer address: one past max_connections_in_setup_per_peer fails.
   void attach_side_channel(asio::generic::stream_protocol::socket socket);
+  // Accepting side, after connect(): the connection is in setup, holding `ticket`, until
+  // its first completion. None within `timeout` fails the stream (setup_timeout), so the
+  // owner closes it and its chunks go back to the pool.
+  void guard_setup(std::unique_ptr<setup_limiter::ticket> ticket,
+                   std::chrono::milliseconds timeout);
+  // Connecting side, after connect(): an empty SEND, so that the accepting side sees its
+  // first completion now rather than at the first call (which may be long in coming).
+  rpc_error announce();
 
   // Like a socket's: completes with the bytes copied into [data, data + size), asio::error::eof
   // once the peer has closed and everything it sent was read, or the connection's error.
@@ -96,6 +105,7 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   void watch_side_channel();
   void on_side_channel_closed();
   void peer_lost();
+  void end_setup();
   // Releases the queue pair and chunks; `trim_later`: arm the pool's idle trim on the
   // reactor (not from the destructor, which may run while the reactor is destroyed).
   void destroy(bool trim_later = true);
@@ -109,6 +119,8 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   std::optional<asio::generic::stream_protocol::socket> side_;
   std::optional<asio::steady_timer> linger_;
   std::optional<asio::steady_timer> flush_timer_;  // flushed by the peer: await the side channel
+  std::unique_ptr<setup_limiter::ticket> setup_ticket_;  // while in setup (guard_setup)
+  std::optional<asio::steady_timer> setup_timer_;
   char side_byte_ = 0;
   std::vector<registered_chunk> recv_chunks_;
   std::vector<registered_chunk> send_chunks_;

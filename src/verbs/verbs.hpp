@@ -182,7 +182,7 @@ class queue_pair {
   // "Receiver not ready" events at this side: the peer's SENDs that found no receive posted
   // here (on hardware, each is an RNR NAK this side sends and the peer's queue pair retries
   // after the back-off). Shows whether receives ran out, which a successful transfer hides.
-  // nullopt when the provider does not count them (ibverbs: see the port's hw_counters).
+  // nullopt when the provider does not count them (ibverbs: per port only, see device).
   virtual std::optional<std::uint64_t> rnr_naks() const noexcept { return std::nullopt; }
 };
 
@@ -261,6 +261,8 @@ class device {
   virtual result<std::unique_ptr<completion_queue>> create_cq(std::uint32_t cqe) = 0;
   // queue_pair::rnr_naks summed over every queue pair created on this device, including
   // destroyed ones; readable from any thread. nullopt when the provider does not count them.
+  // ibverbs: the opened port's hw_counters send_rnr_err + rcvd_rnr_err (RNR NAKs it sent and
+  // received, since the device appeared, for every process), where the driver exports them.
   virtual std::optional<std::uint64_t> rnr_naks() const noexcept { return std::nullopt; }
 };
 

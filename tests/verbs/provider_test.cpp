@@ -1,6 +1,8 @@
 // Provider selection: explicit name, $CORVID_VERBS_PROVIDER, unknown names, and the ibverbs
 // provider's answer on a machine without an RDMA device.
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -85,6 +87,41 @@ TEST(VerbsProvider, IbverbsWithoutDeviceIsNoRdmaDevice) {
   if (dev) GTEST_SKIP() << "this host has an RDMA device: " << (*dev)->attr().name;
   EXPECT_EQ(dev.error(), rpc_errc::no_rdma_device) << dev.error().message();
   EXPECT_NE(dev.error().message().find("ibverbs"), std::string::npos);
+}
+
+// The GID table entry `index` of `device`'s port 1 as sysfs shows it ("" if absent).
+std::string sysfs_gid(const std::string& device, int index) {
+  std::ifstream in("/sys/class/infiniband/" + device + "/ports/1/gids/" + std::to_string(index));
+  std::string gid;
+  in >> gid;
+  return gid;
+}
+
+// An empty GID entry (rxe has 1024, nearly all empty) must be refused at open, naming the
+// index and the entries that work, not accepted to fail at connect as a "bad remote gid".
+// Runs where an ibverbs device exists (the Soft-RoCE stage, scripts/test-rdma-kernel).
+TEST(VerbsProvider, IbverbsEmptyGidIndexIsRefusedAtOpen) {
+  const char* env_dev = std::getenv("CORVID_TEST_VERBS_DEVICE");
+  auto dev = open_device(with("ibverbs", env_dev != nullptr ? env_dev : ""));
+  if (!dev) GTEST_SKIP() << "no usable ibverbs device: " << dev.error().message();
+  const std::string name = (*dev)->attr().name;
+  const std::string zero = "0000:0000:0000:0000:0000:0000:0000:0000";
+  int empty = -1;
+  int valid = -1;
+  for (int i = 0; i < 256; ++i) {
+    const std::string g = sysfs_gid(name, i);
+    if (g == zero && empty < 0) empty = i;
+    if (!g.empty() && g != zero && valid < 0) valid = i;
+  }
+  if (empty < 0 || valid < 0) GTEST_SKIP() << name << " has no empty GID entry below 256";
+  device_options o = with("ibverbs", name);
+  o.gid_index = static_cast<std::uint8_t>(empty);
+  auto bad = open_device(o);
+  ASSERT_FALSE(bad) << "gid index " << empty << " (all zeros) was accepted";
+  EXPECT_EQ(bad.error(), rpc_errc::invalid_argument);
+  const std::string& m = bad.error().message();
+  EXPECT_NE(m.find("gid index " + std::to_string(empty)), std::string::npos) << m;
+  EXPECT_NE(m.find("valid indices: " + std::to_string(valid)), std::string::npos) << m;
 }
 
 TEST(VerbsProvider, IbverbsUnknownDeviceName) {

@@ -2,8 +2,12 @@
 // wire.hpp lays them out, so the test controls what a real queue pair would never send.
 // Regression for fuzz/softverbs_fuzz: a parked message's buffer was allocated (and zeroed) at
 // the size its header declared, so one 16-byte frame made the receiver commit up to 1 GiB.
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 #include "soft_pair.hpp"
 #include "verbs/soft/context.hpp"
@@ -64,7 +68,8 @@ void connect_raw(side& s, raw_peer& peer) {
   fake.psn = peer_psn;
   peer.listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   socklen_t len = 0;
-  const sockaddr_un addr = abstract_address(soft::listen_name(fake.gid, fake.qp_num), len);
+  const sockaddr_un addr =
+      abstract_address(soft::listen_name(fake.gid, fake.qp_num, fake.psn), len);
   ASSERT_EQ(::bind(peer.listener, reinterpret_cast<const sockaddr*>(&addr), len), 0);
   ASSERT_EQ(::listen(peer.listener, 1), 0);
   ASSERT_FALSE(s.qp->connect(fake, {}));
@@ -137,6 +142,124 @@ TEST(SoftRawPeer, ParkedMessageArrivingInPiecesIsDeliveredIntact) {
   EXPECT_EQ(in.h.type, wire::frame_type::hello);
   EXPECT_EQ(in.ack.type, wire::frame_type::ack);
   EXPECT_EQ(in.ack.seq, peer_psn);
+}
+
+// Writes data frames of `body` (seq, seq + 1, ...) from another thread while the caller
+// drives the queue pair: the socket holds less than the frames, so a blocking write on the
+// driving thread would wait forever. Errors are ignored: the queue pair may hang up.
+class frame_writer {
+ public:
+  frame_writer(const raw_peer& peer, std::uint32_t seq, int count, const std::vector<char>& body)
+      : thread_([&peer, seq, count, &body, this] {
+          for (int i = 0; i < count; ++i) {
+            wire::frame_header h{};
+            h.type = wire::frame_type::data;
+            h.seq = seq + static_cast<std::uint32_t>(i);
+            h.length = static_cast<std::uint32_t>(body.size());
+            if (!send_all(peer.sock, &h, sizeof h) ||
+                !send_all(peer.sock, body.data(), body.size()))
+              break;
+          }
+          done_ = true;
+        }) {}
+  ~frame_writer() { thread_.join(); }
+  bool done() const noexcept { return done_; }
+
+ private:
+  static bool send_all(int fd, const void* p, std::size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n > 0) {
+      const ssize_t w = ::send(fd, c, n, MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      c += w;
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// Sets CORVID_SOFTVERBS_MAX_PARKED for the devices opened while it lives.
+struct parked_cap_guard {
+  explicit parked_cap_guard(const char* value) {
+    ::setenv("CORVID_SOFTVERBS_MAX_PARKED", value, 1);
+  }
+  ~parked_cap_guard() { ::unsetenv("CORVID_SOFTVERBS_MAX_PARKED"); }
+};
+
+// Hostile review: a peer that advertises rnr_retry 7 and keeps sending while we post no
+// receive made us park every SEND (RSS grew ~300 MB/s to an OOM kill). Past the cap the
+// queue pair fails as if the peer's RNR retries ran out, and tells the peer so.
+TEST(SoftRawPeer, ParkingPastTheCapFailsTheQueuePairLikeRetriesExhausted) {
+  parked_cap_guard cap("1048576");  // 1 MiB
+  auto dev = open_soft();
+  side s(*dev, {}, 4096);
+  raw_peer peer;
+  ASSERT_NO_FATAL_FAILURE(connect_raw(s, peer));
+  const std::vector<char> body(256 * 1024, 'x');
+  {
+    // Three 256 KiB SENDs fit under the 1 MiB cap.
+    frame_writer w(peer, peer_psn, 3, body);
+    drive(
+        {&s}, [&] { return w.done() || s.qp->state() == qp_state::error; }, 5s);
+    drive(
+        {&s}, [] { return false; }, 50ms);
+    EXPECT_EQ(s.qp->state(), qp_state::rts) << "three SENDs (768 KiB) are under the cap";
+  }
+  {
+    // A fourth (1 MiB plus bookkeeping) crosses it.
+    frame_writer w(peer, peer_psn + 3, 1, body);
+    const bool failed = drive(
+        {&s}, [&] { return s.qp->state() == qp_state::error; }, 5s);
+    ::shutdown(peer.sock, SHUT_WR);  // the writer may wait on a full socket: let it end
+    ASSERT_TRUE(failed)
+        << "a fourth 256 KiB SEND with no receive posted was parked past the 1 MiB cap";
+  }
+  // The peer hears why: our hello, then a NAK naming the SEND that crossed the cap.
+  struct {
+    wire::frame_header h;
+    wire::hello hello;
+    wire::frame_header nak;
+  } in{};
+  ASSERT_EQ(::recv(peer.sock, &in, sizeof in, MSG_WAITALL), static_cast<ssize_t>(sizeof in));
+  EXPECT_EQ(in.nak.type, wire::frame_type::nak);
+  EXPECT_EQ(in.nak.seq, peer_psn + 3);
+  EXPECT_EQ(static_cast<wire::nak_kind>(in.nak.arg), wire::nak_kind::rnr_retry_exceeded);
+  // A receive posted now is flushed: the queue pair is in error for good.
+  ASSERT_FALSE(s.recv(1, s.at(0, 64)));
+  s.poll_once();
+  ASSERT_EQ(s.done.size(), 1u);
+  EXPECT_EQ(s.take().status, wc_status::wr_flush_err);
+}
+
+// Below the cap parking still works: the parked SENDs are delivered once receives come, and
+// the bytes they held count again for later ones.
+TEST(SoftRawPeer, ParkedBytesAreGivenBackWhenDelivered) {
+  parked_cap_guard cap("1048576");
+  auto dev = open_soft();
+  side s(*dev, {}, 1 << 20);
+  raw_peer peer;
+  ASSERT_NO_FATAL_FAILURE(connect_raw(s, peer));
+  const std::vector<char> body(256 * 1024, 'y');
+  std::uint32_t seq = peer_psn;
+  for (int round = 0; round < 4; ++round) {  // 12 x 256 KiB parked in all, 768 KiB at once
+    {
+      frame_writer w(peer, seq, 3, body);
+      ASSERT_TRUE(drive(
+          {&s}, [&] { return w.done(); }, 5s));
+      drive(
+          {&s}, [] { return false; }, 50ms);
+    }
+    seq += 3;
+    EXPECT_TRUE(s.done.empty());
+    for (std::uint64_t i = 0; i < 3; ++i) {
+      ASSERT_FALSE(s.recv(i, s.at(i * body.size(), body.size())));
+    }
+    ASSERT_TRUE(drive({&s}, [&] { return s.done.size() == 3; }));
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(s.take().status, wc_status::success);
+    ASSERT_EQ(s.qp->state(), qp_state::rts);
+  }
 }
 
 }  // namespace

@@ -39,6 +39,20 @@ struct ibv_config {
   std::uint8_t rnr_retry = 7;
   // Minimum RNR back-off the receiver asks for, in the verbs encoding (12 = 0.64 ms).
   std::uint8_t min_rnr_timer = 12;
+
+  // Server side: bounds on connections in RDMA setup, i.e. accepted (queue pair and chunks
+  // taken, answer sent) but with no completion yet. A corvid client sends an empty SEND as
+  // soon as its queue pair is connected, so a working connection leaves setup within a
+  // round trip; a peer that never connects its queue pair must not hold registered memory.
+  // No completion within setup_timeout: the connection is closed and its chunks go back.
+  std::chrono::milliseconds setup_timeout{10000};
+  // At most this many connections in setup at once; further rdma_setup requests are
+  // refused with server_busy until some connect or time out.
+  std::size_t max_connections_in_setup = 64;
+  // At most this many of them from one peer address (the handshake's TCP peer, without the
+  // port; an IPv6 /64 counts as one), so one host cannot take every place: the one past it
+  // is closed as it starts.
+  std::size_t max_connections_in_setup_per_peer = 8;
 };
 
 }  // namespace corvid

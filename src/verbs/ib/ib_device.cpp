@@ -1,6 +1,9 @@
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <optional>
 
 #include "../providers.hpp"
 #include "ib_objects.hpp"
@@ -89,10 +92,35 @@ class ib_pd final : public protection_domain {
   ibv_pd* pd_;
 };
 
+// A port's counter from /sys/class/infiniband/<dev>/ports/<port>/hw_counters; nullopt when the
+// driver does not export it.
+std::optional<std::uint64_t> hw_counter(const std::string& dev, int port, const char* name) {
+  std::ifstream in("/sys/class/infiniband/" + dev + "/ports/" + std::to_string(port) +
+                   "/hw_counters/" + name);
+  std::uint64_t v = 0;
+  if (!(in >> v)) return std::nullopt;
+  return v;
+}
+
 class ib_device final : public device {
  public:
   explicit ib_device(std::shared_ptr<port_context> dev) : dev_(std::move(dev)) {}
   const device_attr& attr() const noexcept override { return dev_->attr; }
+
+  // libibverbs has no per-queue-pair RNR count, but the kernel counts RNR NAKs per port:
+  // send_rnr_err (this port NAKed: its receives ran out) and rcvd_rnr_err (its peer's did;
+  // the sending queue pair backed off). Both directions count, so one device seen from either
+  // end of a connection, or looping back to itself, shows that receives ran out.
+  std::optional<std::uint64_t> rnr_naks() const noexcept override {
+    try {
+      const auto sent = hw_counter(dev_->attr.name, dev_->port, "send_rnr_err");
+      const auto received = hw_counter(dev_->attr.name, dev_->port, "rcvd_rnr_err");
+      if (!sent && !received) return std::nullopt;
+      return sent.value_or(0) + received.value_or(0);
+    } catch (...) {  // allocation failure building the path: no count rather than a crash
+      return std::nullopt;
+    }
+  }
 
   result<std::unique_ptr<protection_domain>> alloc_pd() override {
     ibv_pd* pd = ibv_alloc_pd(dev_->ctx);
@@ -190,6 +218,26 @@ result<std::unique_ptr<device>> open_device(const device_options& options) {
     return unexpected(rpc_error(rpc_errc::invalid_argument,
                                 "ibverbs: " + name + " port " + std::to_string(options.port) +
                                     " has no gid index " + std::to_string(options.gid_index)));
+  }
+  // An empty GID table entry reads as zeros (rxe has 1024 slots, most of them empty). Taking
+  // it would address the queue pair as InfiniBand (no GRH) and fail only at connect, as "bad
+  // remote lid/gid" blamed on the peer: refuse it here, naming the entries that work.
+  if (std::all_of(std::begin(gid.raw), std::end(gid.raw), [](std::uint8_t b) { return b == 0; })) {
+    std::string valid;
+    int listed = 0;
+    for (int i = 0; i < pa.gid_tbl_len && listed < 16; ++i) {
+      ibv_gid g{};
+      if (ibv_query_gid(dev->ctx, options.port, i, &g) != 0) continue;
+      if (std::all_of(std::begin(g.raw), std::end(g.raw), [](std::uint8_t b) { return b == 0; }))
+        continue;
+      valid += (listed++ == 0 ? "" : ", ") + std::to_string(i);
+    }
+    return unexpected(rpc_error(
+        rpc_errc::invalid_argument,
+        "ibverbs: " + name + " port " + std::to_string(options.port) + " gid index " +
+            std::to_string(options.gid_index) + " is an empty entry (all zeros); " +
+            (valid.empty() ? std::string("the port has no valid gid") : "valid indices: " + valid) +
+            " (ibv_config::gid_index; show_gids or ibv_devinfo -v lists them)"));
   }
   if (pa.state != IBV_PORT_ACTIVE) {
     return unexpected(rpc_error(rpc_errc::no_rdma_device, "ibverbs: " + name + " port " +

@@ -19,13 +19,26 @@ std::uint32_t max_inline_from_env() {
   return static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
 }
 
+// CORVID_SOFTVERBS_MAX_PARKED: bytes a queue pair may park (context::max_parked_bytes).
+std::size_t max_parked_from_env() {
+  const char* v = std::getenv("CORVID_SOFTVERBS_MAX_PARKED");
+  if (v == nullptr || *v == '\0') return std::size_t{64} << 20;
+  return static_cast<std::size_t>(std::strtoull(v, nullptr, 10));
+}
+
 }  // namespace
+
+std::uint32_t gid_pid(const gid_t& gid) noexcept {
+  std::uint32_t pid = 0;
+  std::memcpy(&pid, gid.data() + 4, 4);
+  return pid;
+}
 
 bool is_soft_gid(const gid_t& gid) noexcept {
   return std::memcmp(gid.data(), gid_magic, sizeof gid_magic) == 0;
 }
 
-std::string listen_name(const gid_t& gid, std::uint32_t qpn) {
+std::string listen_name(const gid_t& gid, std::uint32_t qpn, std::uint32_t psn) {
   std::string name(1, '\0');
   name += "corvid-softverbs/";
   char hex[3];
@@ -33,7 +46,7 @@ std::string listen_name(const gid_t& gid, std::uint32_t qpn) {
     std::snprintf(hex, sizeof hex, "%02x", b);
     name += hex;
   }
-  name += "/" + std::to_string(qpn);
+  name += "/" + std::to_string(qpn) + "." + std::to_string(psn);
   return name;
 }
 
@@ -55,10 +68,22 @@ context::context() {
     const std::uint32_t r = rd();
     std::memcpy(attr_.gid.data() + i, &r, 4);
   }
-  // Keys and qp numbers start at random points so stale values from another device or run
-  // do not match by accident.
+  // Keys start at a random point so stale values from another device or run do not match
+  // by accident.
   next_key_ = (rd() & 0xffffff) | 0x1000000;
-  next_qpn_ = (rd() & 0x7fffff) | 0x10;
+  max_parked_ = max_parked_from_env();
+}
+
+std::uint32_t context::random_qpn() {
+  std::random_device rd;
+  std::uint32_t qpn = 0;
+  while (qpn == 0) qpn = rd() & 0xffffff;
+  return qpn;
+}
+
+std::uint32_t context::random_psn() {
+  std::random_device rd;
+  return rd() & 0xffffff;
 }
 
 std::uint32_t context::add_region(const region& r) {

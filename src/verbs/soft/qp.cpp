@@ -63,17 +63,22 @@ result<std::unique_ptr<soft_qp>> soft_qp::create(std::shared_ptr<context> ctx,
                               std::to_string(a.max_sge) + ", max_inline_data " +
                               std::to_string(a.max_inline_data) + ")"));
   }
-  const std::uint32_t qpn = ctx->next_qpn();
-  std::unique_ptr<soft_qp> qp(new soft_qp(std::move(ctx), init, qpn));
+  std::unique_ptr<soft_qp> qp(new soft_qp(std::move(ctx), init, context::random_qpn()));
 
-  // Bind the rendezvous socket now, so a peer may connect before we do.
+  // Bind the rendezvous socket now, so a peer may connect before we do. A random number
+  // taken already (by a queue pair of this device) gets another draw.
   qp->listener_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   qp->timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
-  socklen_t len = 0;
-  const sockaddr_un addr = abstract_address(listen_name(qp->ctx_->attr().gid, qpn), len);
-  if (!qp->listener_ || !qp->timer_ ||
-      ::bind(qp->listener_.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
-      ::listen(qp->listener_.get(), 4) != 0) {
+  int bound = -1;
+  for (int attempt = 0; attempt < 8 && qp->listener_ && bound != 0; ++attempt) {
+    if (attempt > 0) qp->qpn_ = context::random_qpn();
+    socklen_t len = 0;
+    const sockaddr_un addr =
+        abstract_address(listen_name(qp->ctx_->attr().gid, qp->qpn_, qp->psn_), len);
+    bound = ::bind(qp->listener_.get(), reinterpret_cast<const sockaddr*>(&addr), len);
+    if (bound != 0 && errno != EADDRINUSE) break;
+  }
+  if (!qp->listener_ || !qp->timer_ || bound != 0 || ::listen(qp->listener_.get(), 4) != 0) {
     return unexpected(rpc_error(rpc_errc::server_busy,
                                 std::string("softverbs: create_qp: ") + std::strerror(errno)));
   }
@@ -88,8 +93,7 @@ soft_qp::soft_qp(std::shared_ptr<context> ctx, const qp_init& init, std::uint32_
       caps_(init.caps),
       qpn_(qpn),
       stage_(64 * 1024) {
-  std::random_device rd;
-  psn_ = rd() & 0xffffff;
+  psn_ = context::random_psn();
   next_seq_ = psn_;
 }
 
@@ -133,7 +137,8 @@ rpc_error soft_qp::connect(const endpoint_info& remote, const connect_options& o
   // probe: a missing peer is a clear error now instead of a timeout later.
   unique_fd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   socklen_t len = 0;
-  const sockaddr_un addr = abstract_address(listen_name(remote.gid, remote.qp_num), len);
+  const sockaddr_un addr =
+      abstract_address(listen_name(remote.gid, remote.qp_num, remote.psn), len);
   if (!s || (::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0 &&
              (active_ || errno != EAGAIN))) {
     return rpc_error(rpc_errc::connect_failed,
@@ -298,6 +303,7 @@ bool soft_qp::peer_reached_rtr() {
   while (listener_ && !found) {
     unique_fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd) break;
+    if (!from_peer_process(fd.get())) continue;
     struct {
       wire::frame_header h;
       wire::hello hello;
@@ -382,6 +388,9 @@ void soft_qp::on_data_header(const wire::frame_header& h) {
     fail(std::nullopt, wire::nak_kind::rnr_retry_exceeded, h.seq);
     return;
   }
+  // Parking costs the bytes as they arrive (body_bytes) plus the bookkeeping, so a flood of
+  // empty SENDs counts too.
+  if (!charge_parked(sizeof(parked_message), h.seq)) return;
   if (parked_.empty()) {
     rnr_deadline_ = rnr_deadline();
     arm_timer();
@@ -428,12 +437,25 @@ void soft_qp::deliver_parked() {
     complete_recv(r, wc_status::success, static_cast<std::uint32_t>(p.data.size()), p.imm);
     last_placed_ = p.seq;
     ack_pending_ = true;
+    parked_bytes_ -= p.data.size() + sizeof(parked_message);
     parked_.pop_front();
     // The next parked message gets a fresh retry budget, as the sender's retry counter resets
     // once a retried send got through.
     rnr_deadline_ = parked_.empty() ? clock::time_point::max() : rnr_deadline();
   }
   arm_timer();
+}
+
+bool soft_qp::charge_parked(std::size_t n, std::uint32_t seq) {
+  if (parked_bytes_ + n > ctx_->max_parked_bytes()) {
+    // A peer honouring its send queue depth never gets here (a corvid stream parks at most
+    // its send window of chunks); one that keeps sending without waiting for acks is failed
+    // as RC hardware would fail it after its retries, instead of growing our memory.
+    fail(std::nullopt, wire::nak_kind::rnr_retry_exceeded, seq);
+    return false;
+  }
+  parked_bytes_ += n;
+  return true;
 }
 
 soft_qp::clock::time_point soft_qp::rnr_deadline() const {
@@ -488,6 +510,7 @@ void soft_qp::fail(std::optional<wc_status> head, std::optional<wire::nak_kind> 
     rq_.pop_front();
   }
   parked_.clear();
+  parked_bytes_ = 0;
   sink_ = sink::discard;
   dest_.clear();
   connect_deadline_ = rnr_deadline_ = clock::time_point::max();

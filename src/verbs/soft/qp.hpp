@@ -74,6 +74,9 @@ class soft_qp final : public queue_pair {
   void on_data_header(const wire::frame_header& h);
   void on_data_complete();
   void deliver_parked();
+  // Counts n more parked bytes; past the device's max_parked_bytes fails the queue pair,
+  // NAKing the peer's SEND `seq` as RNR retries exceeded, and returns false.
+  bool charge_parked(std::size_t n, std::uint32_t seq);
   wc_status check_recv(const recv_entry& r, std::uint64_t length) const;
   void complete_send(const send_entry& e, wc_status status);
   void complete_recv(const recv_entry& r, wc_status status, std::uint32_t length,
@@ -102,6 +105,9 @@ class soft_qp final : public queue_pair {
   void write_failed();
   void peer_lost();
   void reject_caller();
+  // Whether the caller on `fd` is the process the peer's gid names (SO_PEERCRED): anyone in
+  // the network namespace may call a rendezvous socket, only the peer may take the link.
+  bool from_peer_process(int fd) const;
   void append_frame(const wire::frame_header& h, const void* body, std::size_t n);
   void append_frame(const wire::frame_header& h, std::span<const iovec> body, std::size_t skip);
   void send_frame(const wire::frame_header& h, std::span<const iovec> body);
@@ -146,6 +152,7 @@ class soft_qp final : public queue_pair {
   // Responder side.
   std::deque<recv_entry> rq_;
   std::deque<parked_message> parked_;
+  std::size_t parked_bytes_ = 0;  // arrived bytes + bookkeeping (max_parked_bytes)
   clock::time_point rnr_deadline_ = clock::time_point::max();
   std::uint32_t expected_seq_ = 0;
   std::optional<std::uint32_t> last_placed_;

@@ -31,13 +31,26 @@ void soft_qp::progress() {
 
 void soft_qp::on_listener() {
   if (sock_) return;
-  const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd < 0) return;  // spurious, or the caller already gave up
-  // One caller at a time: it must say hello before anyone else is heard.
-  unwatch(listener_.get());
-  listener_watched_ = false;
-  sock_.reset(fd);
-  sock_events_ = 0;
+  for (;;) {
+    unique_fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) return;  // spurious, or the caller already gave up
+    // A caller from another process got here first (it knew or guessed our name): hang up
+    // at once, or its silence would keep the real peer waiting in the backlog.
+    if (!from_peer_process(fd.get())) continue;
+    // One caller at a time: it must say hello before anyone else is heard.
+    unwatch(listener_.get());
+    listener_watched_ = false;
+    sock_ = std::move(fd);
+    sock_events_ = 0;
+    return;
+  }
+}
+
+bool soft_qp::from_peer_process(int fd) const {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+  return static_cast<std::uint32_t>(cred.pid) == gid_pid(remote_.gid);
 }
 
 void soft_qp::reject_caller() {
@@ -137,6 +150,7 @@ void soft_qp::body_bytes(const std::byte* p, std::size_t n) {
       std::memcpy(reinterpret_cast<std::byte*>(&hello_in_) + body_pos_, p, n);
       break;
     case sink::park: {
+      if (!charge_parked(n, parked_.back().seq)) return;  // failed: the rest is discarded
       std::vector<std::byte>& data = parked_.back().data;
       data.insert(data.end(), p, p + n);  // body_pos_ == data.size()
       break;
