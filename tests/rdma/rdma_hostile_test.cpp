@@ -261,5 +261,37 @@ TEST(rdma_hostile, the_refusal_does_not_echo_an_attacker_sized_provider) {
   }
 }
 
+// docs/protocol.md: rdma_setup "is only valid as the first frame of a connection". After a
+// request was served on TCP, the server would switch transports under a peer whose replies
+// may still be in flight: it refuses with protocol_error (id 0) and closes, taking no chunks.
+TEST(rdma_hostile, rdma_setup_after_a_request_is_a_protocol_error) {
+  corvid::ibv_config cfg = hostile_server_config();
+  rdma_server srv(cfg);
+  dangling_qp attacker;
+  raw_conn conn(port_of(srv));
+  std::string body;
+  corvid::codec::string_sink sink{body};
+  corvid::codec::encode(sink, std::string_view("first"));
+  corvid::protocol::frame_header h;
+  h.type = corvid::protocol::msg_type::request;
+  h.request_id = 1;
+  h.function_id = corvid::protocol::function_id<echo>();
+  h.body_length = static_cast<std::uint32_t>(body.size());
+  std::string request(corvid::protocol::header_size, '\0');
+  corvid::protocol::encode_header(h, request.data());
+  conn.send_all(request + body);
+  const auto answer = conn.read_reply(10s);
+  ASSERT_TRUE(answer) << "the request got no reply";
+  EXPECT_EQ(answer->first.status, corvid::rpc_errc::ok) << error_text(answer->second);
+  conn.send_all(attacker.setup_frame());
+  const auto refusal = conn.read_reply(10s);
+  ASSERT_TRUE(refusal) << "no answer to the late rdma_setup";
+  EXPECT_EQ(refusal->first.status, corvid::rpc_errc::protocol_error)
+      << error_text(refusal->second);
+  EXPECT_EQ(refusal->first.request_id, 0u);
+  EXPECT_TRUE(conn.closed_within(10s));
+  EXPECT_EQ(server_chunks_in_use(cfg), 0u) << "a refused setup took chunks";
+}
+
 }  // namespace
 }  // namespace corvid_rdma_test
