@@ -286,8 +286,7 @@ TEST(rdma_hostile, rdma_setup_after_a_request_is_a_protocol_error) {
   conn.send_all(attacker.setup_frame());
   const auto refusal = conn.read_reply(10s);
   ASSERT_TRUE(refusal) << "no answer to the late rdma_setup";
-  EXPECT_EQ(refusal->first.status, corvid::rpc_errc::protocol_error)
-      << error_text(refusal->second);
+  EXPECT_EQ(refusal->first.status, corvid::rpc_errc::protocol_error) << error_text(refusal->second);
   EXPECT_EQ(refusal->first.request_id, 0u);
   EXPECT_TRUE(conn.closed_within(10s));
   EXPECT_EQ(server_chunks_in_use(cfg), 0u) << "a refused setup took chunks";
