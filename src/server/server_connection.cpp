@@ -30,8 +30,11 @@ constexpr std::size_t max_error_message = 4096;
 // call memory free before it dispatches again.
 constexpr std::size_t min_dispatch_room = connection_memory::reply_keep;
 // How often a paused connection looks whether its peer has gone (FIN or RST).
-constexpr std::chrono::milliseconds hangup_check{100};
+// How often a paused connection probes whether its peer has gone (see on_timer): often
+// when the peer itself filled its calls or replies (a flood that may have hung up), rarely
+// when it waits for the server's memory with many others (a reset is seen at once anyway).
 constexpr std::chrono::milliseconds hangup_probe{500};
+constexpr std::chrono::milliseconds hangup_probe_memory{5000};
 }  // namespace
 
 server_connection::server_connection(server_core& core,
@@ -99,7 +102,7 @@ std::chrono::steady_clock::time_point server_connection::next_check() const noex
   // A frame may start later: look again within frame_read_timeout.
   if (c.frame_read_timeout.count() > 0) t = std::min(t, now + c.frame_read_timeout);
   // Paused by a limit, the connection reads nothing, so it would not see its peer leave.
-  if (paused()) t = std::min(t, now + hangup_check);
+  if (paused() && !rdma_) t = std::min(t, last_ping_ + probe_interval());
   return t;
 }
 
@@ -129,27 +132,23 @@ void server_connection::on_timer() {
     close();  // a frame granted memory stopped arriving while others wait for memory
     return;
   }
-  if (paused() && !rdma_) {
-    // The peer's FIN or RST waits behind the requests left unread; poll() tells at once
-    // about an RST, and about a FIN the peer's kernel could send. A FIN queued behind
-    // requests our full receive window holds back never arrives: a ping now and then makes
-    // a peer that closed answer with an RST instead (a live one answers a pong).
-    if (!writing_ && pending_.empty() && now - last_ping_ >= hangup_probe) {
-      last_ping_ = now;
-      core_.stats.on_ping();
-      queue_control(protocol::msg_type::ping, 0);
-      flush();
-    }
+  if (paused() && !rdma_ && now - last_ping_ >= probe_interval()) {
+    // The peer's FIN waits behind the requests left unread, or never arrives at all when
+    // our full receive window holds it back in the peer's kernel. poll() tells about a FIN
+    // that did arrive; a ping makes a peer that closed answer with an RST (a live one
+    // answers a pong), which the error watch (watch_hangup) sees at once.
     pollfd p{socket_.native_handle(), POLLRDHUP, 0};
-    if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLRDHUP) != 0) {
       stop_reading_ = true;
-      if ((p.revents & (POLLHUP | POLLERR)) != 0) {
-        close();  // reset: nothing can be written any more
-        return;
-      }
       on_peer_finished();
       close_if_done();
       if (closed_) return;
+    }
+    last_ping_ = now;  // the next probe is due hangup_probe from now, ping or not
+    if (!writing_ && pending_.empty()) {  // a write in flight is a probe of its own
+      core_.stats.on_ping();
+      queue_control(protocol::msg_type::ping, 0);
+      flush();
     }
   }
   if (paused()) {
@@ -316,9 +315,24 @@ bool server_connection::kernel_queue_stalled(time_point now) noexcept {
   return now - kernel_queue_since_ >= core_.config.write_timeout;
 }
 
+std::chrono::milliseconds server_connection::probe_interval() const noexcept {
+  return waiting_calls_ || waiting_writes_ ? hangup_probe : hangup_probe_memory;
+}
+
 void server_connection::watch_hangup() {
-  const time_point soon = std::chrono::steady_clock::now() + hangup_check;
-  if (timer_ && timer_->expiry() > soon) recheck_at(soon);
+  if (rdma_) return;
+  if (!error_watch_) {
+    // A reset is an error event on the socket: asio reports it to a wait_error op, with no
+    // read pending and no polling. Once set, the watch stays until the socket closes.
+    error_watch_ = true;
+    socket_.async_wait(asio::socket_base::wait_error,
+                       [self = std::static_pointer_cast<server_connection>(shared_from_this())](
+                           const std::error_code& ec) {
+                         if (!ec && !self->closed_) self->close();  // the peer reset
+                       });
+  }
+  const time_point probe = last_ping_ + probe_interval();
+  if (timer_ && timer_->expiry() > probe) recheck_at(probe);
 }
 
 void server_connection::wait_for_memory(bool for_read, std::size_t need) {

@@ -117,8 +117,10 @@ class server_connection final : public reply_channel {
   // timestamps below, so the hot path never touches the timer.
   bool has_time_limits() const noexcept;
   bool paused() const noexcept { return waiting_memory_ || waiting_calls_ || waiting_writes_; }
-  // Paused, the connection reads nothing: its timer looks for a hang-up every 100 ms instead.
+  // Paused, the connection reads nothing, so it would not see its peer leave: it watches
+  // the socket for an error (a reset) and its timer probes the peer (probe_interval).
   void watch_hangup();
+  std::chrono::milliseconds probe_interval() const noexcept;
   std::chrono::steady_clock::time_point next_check() const noexcept;
   void arm_timer();
   void on_timer();
@@ -163,6 +165,7 @@ class server_connection final : public reply_channel {
   bool waiting_calls_ = false;    // max_calls_per_connection running; a call's end resumes us
   bool holding_replies_ = false;  // registered with server_memory::add_holder for replies
   bool peer_finished_ = false;    // FIN from the peer: its running calls were cancelled
+  bool error_watch_ = false;      // a wait_error op is on the socket (watch_hangup)
   bool served_request_ = false;   // a request was dispatched (rdma_setup is then refused)
   bool stop_reading_ = false;     // drain, peer EOF or protocol error: read nothing more
   bool closed_ = false;
