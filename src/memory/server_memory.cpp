@@ -8,6 +8,15 @@ namespace {
 // A batch of small calls reserves in-flight room in steps of this, not per call.
 constexpr std::size_t credit_step = 64 * 1024;
 
+// Reserves `missing` bytes (> 0) on `t`, rounded up to a credit step when the step fits:
+// what was reserved, 0 if not even `missing` fits.
+std::size_t reserve_step(memory_tracker& t, std::size_t missing) noexcept {
+  const std::size_t step = std::max(missing, credit_step);
+  if (t.try_reserve(step)) return step;
+  if (step != missing && t.try_reserve(missing)) return missing;
+  return 0;
+}
+
 // Reads and running calls together stay 1/16 of the server limit short of it: replies are
 // charged after they are encoded (the memory exists by then), and that headroom is theirs.
 std::size_t in_flight_limit(std::size_t server, std::size_t reads) {
@@ -116,16 +125,9 @@ void connection_memory::settle_read(std::size_t capacity) noexcept {
 }
 
 bool connection_memory::admit_more(std::size_t bytes) noexcept {
-  const std::size_t missing = bytes - credit_;
-  const std::size_t step = std::max(missing, credit_step);
-  if (calls_.try_reserve(step)) {
-    credit_ += step;
-  } else if (step != missing && calls_.try_reserve(missing)) {
-    credit_ += missing;
-  } else {
-    return false;
-  }
-  return true;
+  const std::size_t got = reserve_step(calls_, bytes - credit_);
+  credit_ += got;
+  return got != 0;
 }
 
 void connection_memory::release_credit() noexcept {
@@ -162,16 +164,9 @@ void connection_memory::end_batch() noexcept {
 
 bool connection_memory::reserve_reply_more(std::size_t bytes, std::size_t queued) noexcept {
   const std::size_t spare = replies_charged_ > queued ? replies_charged_ - queued : 0;
-  const std::size_t missing = bytes - spare;
-  const std::size_t step = std::max(missing, credit_step);
-  if (replies_.try_reserve(step)) {
-    replies_charged_ += step;
-  } else if (step != missing && replies_.try_reserve(missing)) {
-    replies_charged_ += missing;
-  } else {
-    return false;
-  }
-  return true;
+  const std::size_t got = reserve_step(replies_, bytes - spare);
+  replies_charged_ += got;
+  return got != 0;
 }
 
 void connection_memory::settle_replies(std::size_t queued) noexcept {

@@ -125,9 +125,9 @@ void server_connection::on_timer() {
     close();  // the peer stopped reading our replies: its memory goes back
     return;
   }
-  if (!waiting_memory_ && !read_buf_.empty() &&
-      read_buf_.capacity() > core_.config.read_buffer_size && core_.memory.has_waiters() &&
-      now - last_heard_ >= stall_grace()) {
+  // (Not while paused: then the frames wait in our buffer and the silence is ours.)
+  if (!paused() && !read_buf_.empty() && read_buf_.capacity() > core_.config.read_buffer_size &&
+      core_.memory.has_waiters() && now - last_heard_ >= stall_grace()) {
     core_.stats.on_dead_peer();
     close();  // a frame granted memory stopped arriving while others wait for memory
     return;
@@ -265,7 +265,7 @@ void server_connection::reclaim_read_buffer() {
     // Mid-frame the buffer is in use (its batch end shrinks it while anyone waits), unless
     // the frame stopped arriving: memory granted for a frame its peer does not send is
     // taken back from a peer that stays silent for stall_grace() while others wait.
-    if (waiting_memory_) return;  // paused by us, not by the peer
+    if (paused()) return;  // the silence is ours: we stopped reading
     const time_point now = std::chrono::steady_clock::now();
     if (now - last_heard_ >= stall_grace()) {
       core_.stats.on_dead_peer();

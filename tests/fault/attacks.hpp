@@ -272,15 +272,8 @@ inline bool reset_vm_hwm() {
 // Header bytes of a request for `function_id` whose body claims `body_length` bytes.
 inline std::string request_header(std::uint64_t id, std::uint32_t function_id,
                                   std::uint32_t body_length, std::uint32_t attachment_length = 0) {
-  corvid::protocol::frame_header h;
-  h.type = corvid::protocol::msg_type::request;
-  h.request_id = id;
-  h.function_id = function_id;
-  h.body_length = body_length;
-  h.attachment_length = attachment_length;
-  std::string out(corvid::protocol::header_size, '\0');
-  corvid::protocol::encode_header(h, out.data());
-  return out;
+  return header_bytes(corvid::protocol::msg_type::request, id, function_id, body_length,
+                      attachment_length);
 }
 // A complete request frame: echo-style call with one string argument.
 inline std::string string_request(std::uint64_t id, std::uint32_t function_id,

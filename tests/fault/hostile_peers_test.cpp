@@ -506,6 +506,46 @@ TEST(hostile_peers, clients_that_never_read_are_closed_by_the_write_timeout) {
   w.expect_good_client_served("never-readers: after");
 }
 
+// The defences against peers that stop sending or reading must not hit a client the server
+// paused itself. Here the server is under memory pressure (a call waits for in-flight
+// memory behind a running 20 MiB one) while a well-behaved pipelining client is paused at
+// max_calls_per_connection with requests left in its grown buffer: it sends nothing more and
+// is not read, for longer than stall_grace. It must be served in full, not closed as a peer
+// whose frame stopped arriving.
+TEST(hostile_peers, a_client_paused_at_its_call_cap_under_memory_pressure_is_served) {
+  auto cfg = hostile_server::config(64 * MiB, 1);
+  cfg.max_calls_per_connection = 2;
+  hostile_server srv(cfg);
+  // 20 MiB attachments on slow(3 s): the second waits for in-flight memory the first holds
+  // (28 MiB of a 64 MiB server), so the server has a memory waiter for ~3 s.
+  const auto with_attachment = [](std::uint64_t id, std::int32_t ms, std::size_t attachment) {
+    std::string body;
+    corvid::codec::string_sink sink{body};
+    corvid::codec::encode(sink, ms);
+    return corvid_attack::header_bytes(corvid::protocol::msg_type::request, id, function_id<slow>(),
+                                       static_cast<std::uint32_t>(body.size()),
+                                       static_cast<std::uint32_t>(attachment)) +
+           body + std::string(attachment, 'a');
+  };
+  raw_socket hog_a(srv.port()), hog_b(srv.port());
+  ASSERT_TRUE(hog_a.send(with_attachment(1, 3000, 20 * MiB)));
+  ASSERT_TRUE(eventually([&] { return slow_running.load() >= 1; }, patience(2s)));
+  ASSERT_TRUE(hog_b.send(with_attachment(1, 3000, 20 * MiB)));
+  // The victim: 4 calls of slow(1.2 s) with 16 KiB attachments in one write; 2 run, 2 wait
+  // in its buffer (grown past its initial 8 KiB by the 66 KiB write) for 1.2 s.
+  raw_socket victim(srv.port());
+  std::string calls;
+  for (std::uint64_t id = 1; id <= 4; ++id) calls += with_attachment(id, 1200, 16 * KiB);
+  ASSERT_TRUE(victim.send(calls));
+  int ok = 0;
+  while (ok < 4) {
+    auto reply = victim.read_frame(patience(5s));
+    if (!reply) break;
+    if (reply->header.status == corvid::rpc_errc::ok) ++ok;
+  }
+  EXPECT_EQ(ok, 4) << "the paused client was cut off (" << ok << " of 4 replies)";
+}
+
 // 7. Headers with false lengths: 48 connections each send only a request header claiming a
 // 1 MiB body (1.5 KB sent in all), then nothing. Buffers sized at the header would take the
 // whole read-buffer budget (31 x 1 MiB of the 32 MiB of this 64 MiB server, leaving less
