@@ -76,7 +76,7 @@ std::string quote_bounded(std::string_view s) {
 
 expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
     const std::shared_ptr<rdma_context>& ctx, asio::io_context& reactor, rdma_counters* counters,
-    std::string_view request, std::string& reply) {
+    std::string_view request, std::string_view peer_key, std::string& reply) {
   // A setup message is ~80 bytes; the frame limit lets far bigger ones through.
   if (request.size() > max_setup_body) {
     return unexpected(rpc_error(rpc_errc::protocol_error, "RDMA setup message of " +
@@ -104,6 +104,14 @@ expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
         std::to_string(ctx->setups().max_total()) +
             " RDMA connections are in setup, the most ibv_config::max_connections_in_setup "
             "allows; try again once they connected or timed out"));
+  }
+  if (!ticket->set_peer(std::string(peer_key))) {
+    return unexpected(rpc_error(
+        rpc_errc::server_busy,
+        std::to_string(ctx->setups().max_per_peer()) + " RDMA connections from " +
+            quote_bounded(peer_key) +
+            " are in setup, the most ibv_config::max_connections_in_setup_per_peer allows; "
+            "try again once they connected or timed out"));
   }
   auto stream = rdma_stream::create(ctx, reactor, counters);
   if (!stream) return unexpected(std::move(stream).error());

@@ -48,10 +48,12 @@ std::string setup_frame(rpc_errc status, std::string_view body);
 // Server: builds and connects the queue pair for a client's setup request. On success the
 // reply body goes to `reply`; on failure the error is for the client (status + message).
 // The connection is in setup until its first completion (rdma_stream::guard_setup); past
-// ibv_config::max_connections_in_setup of them, requests are refused with server_busy.
+// ibv_config::max_connections_in_setup of them, or max_connections_in_setup_per_peer from
+// `peer_key` (setup_limiter::peer_key), requests are refused with server_busy before anything is
+// taken.
 expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
     const std::shared_ptr<rdma_context>& ctx, asio::io_context& reactor, rdma_counters* counters,
-    std::string_view request, std::string& reply);
+    std::string_view request, std::string_view peer_key, std::string& reply);
 
 // Client: runs the handshake on a connected socket (owned by the caller, who keeps it alive
 // until `done` runs) and hands back a connected stream. `done` runs on the socket's reactor.

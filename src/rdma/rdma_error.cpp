@@ -26,9 +26,6 @@ class category final : public std::error_category {
       case rdma_errc::setup_timeout:
         return "RDMA setup: the peer's queue pair showed no sign of life within "
                "ibv_config::setup_timeout (never connected?)";
-      case rdma_errc::setup_limit:
-        return "RDMA setup: too many connections from this peer are in setup "
-               "(ibv_config::max_connections_in_setup_per_peer)";
     }
     return "unknown RDMA error";
   }

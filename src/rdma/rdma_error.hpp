@@ -13,7 +13,6 @@ enum class rdma_errc {
   peer_closed,             // the side-channel TCP connection closed
   protocol_error,          // bytes on the side channel after the handshake
   setup_timeout,           // no completion within ibv_config::setup_timeout of accepting it
-  setup_limit,             // its peer has max_connections_in_setup_per_peer in setup
 };
 
 const std::error_category& rdma_category() noexcept;

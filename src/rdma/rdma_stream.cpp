@@ -126,32 +126,6 @@ rpc_error rdma_stream::connect(const verbs::endpoint_info& remote, std::size_t p
 void rdma_stream::attach_side_channel(asio::generic::stream_protocol::socket socket) {
   side_.emplace(std::move(socket));
   watch_side_channel();
-  if (!setup_ticket_) return;
-  // The peer is known only now (the handshake does not see the socket): its address, not
-  // the port, since one host opens as many ports as it likes.
-  std::error_code ec;
-  const auto remote = side_->remote_endpoint(ec);
-  std::string peer = "unknown";
-  if (!ec && remote.protocol().family() == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(remote.data());
-    peer = asio::ip::address_v4(ntohl(in->sin_addr.s_addr)).to_string();
-  } else if (!ec && remote.protocol().family() == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(remote.data());
-    asio::ip::address_v6::bytes_type b;
-    std::memcpy(b.data(), in6->sin6_addr.s6_addr, b.size());
-    const asio::ip::address_v6 a(b);
-    // An IPv6 host commonly owns a whole /64: count per prefix, or it could take every place
-    // in setup from addresses of its own. (IPv4 clients of a dual-stack server arrive
-    // v4-mapped and are counted per address.)
-    if (!a.is_v4_mapped()) std::fill(b.begin() + 8, b.end(), 0);
-    peer = asio::ip::address_v6(b).to_string();
-  } else if (!ec) {
-    peer = "local";  // a Unix-domain side channel: every caller is this host
-  }
-  if (!setup_ticket_->set_peer(std::move(peer))) {
-    end_setup();
-    fail(rdma_errc::setup_limit);
-  }
 }
 
 void rdma_stream::guard_setup(std::unique_ptr<setup_limiter::ticket> ticket,

@@ -1,5 +1,13 @@
 #include "setup_limiter.hpp"
 
+#include <algorithm>
+#include <cstring>
+
+#include <asio/ip/address_v4.hpp>
+#include <asio/ip/address_v6.hpp>
+
+#include <netinet/in.h>
+
 namespace corvid::rdma {
 
 std::unique_ptr<setup_limiter::ticket> setup_limiter::enter() {
@@ -7,6 +15,25 @@ std::unique_ptr<setup_limiter::ticket> setup_limiter::enter() {
   if (total_ >= max_total_) return nullptr;
   ++total_;
   return std::unique_ptr<ticket>(new ticket(shared_from_this()));
+}
+
+std::string setup_limiter::peer_key(const asio::generic::stream_protocol::endpoint& remote) {
+  if (remote.protocol().family() == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(remote.data());
+    return asio::ip::address_v4(ntohl(in->sin_addr.s_addr)).to_string();
+  }
+  if (remote.protocol().family() == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(remote.data());
+    asio::ip::address_v6::bytes_type b;
+    std::memcpy(b.data(), in6->sin6_addr.s6_addr, b.size());
+    const asio::ip::address_v6 a(b);
+    // An IPv6 host commonly owns a whole /64: count per prefix, or it could take every place
+    // in setup from addresses of its own. (IPv4 clients of a dual-stack server arrive
+    // v4-mapped and are counted per address.)
+    if (!a.is_v4_mapped()) std::fill(b.begin() + 8, b.end(), 0);
+    return asio::ip::address_v6(b).to_string();
+  }
+  return "local";  // a Unix-domain socket: every caller is this host
 }
 
 std::size_t setup_limiter::in_setup() const {

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <string>
 
+#include <asio/generic/stream_protocol.hpp>
+
 namespace corvid::rdma {
 
 class setup_limiter : public std::enable_shared_from_this<setup_limiter> {
@@ -38,6 +40,9 @@ class setup_limiter : public std::enable_shared_from_this<setup_limiter> {
 
   // A ticket, or nullptr when max_total connections are in setup already.
   std::unique_ptr<ticket> enter();
+  // What counts as one peer for max_per_peer: the address of `remote` without the port (one
+  // host opens as many ports as it likes), an IPv6 address's /64, "local" for a Unix socket.
+  static std::string peer_key(const asio::generic::stream_protocol::endpoint& remote);
   std::size_t in_setup() const;
   std::size_t max_total() const noexcept { return max_total_; }
   std::size_t max_per_peer() const noexcept { return max_per_peer_; }

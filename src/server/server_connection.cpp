@@ -14,6 +14,7 @@
 #include "corvid/server/request_context.hpp"
 
 #include "../rdma/handshake.hpp"
+#include "../rdma/setup_limiter.hpp"
 #include "server_core.hpp"
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
@@ -644,8 +645,11 @@ void server_connection::on_rdma_setup(const protocol::frame_header& h, const cha
     return;
   }
   std::string answer;
+  std::error_code ec;
+  const auto remote = socket_.remote_endpoint(ec);
+  const std::string peer = ec ? std::string("unknown") : rdma::setup_limiter::peer_key(remote);
   auto stream = rdma::accept_setup(core_.rdma, reactor_, &core_.stats,
-                                   std::string_view(payload, h.payload_size()), answer);
+                                   std::string_view(payload, h.payload_size()), peer, answer);
   if (!stream) {
     pending_.append(rdma::setup_frame(stream.error().code(), stream.error().message()));
     stop_reading_ = true;  // closes once the refusal is written

@@ -51,7 +51,7 @@ struct ibv_config {
   std::size_t max_connections_in_setup = 64;
   // At most this many of them from one peer address (the handshake's TCP peer, without the
   // port; an IPv6 /64 counts as one), so one host cannot take every place: the one past it
-  // is closed as it starts.
+  // is refused with server_busy before any chunk is taken.
   std::size_t max_connections_in_setup_per_peer = 8;
 };
 
