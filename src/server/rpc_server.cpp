@@ -24,6 +24,7 @@ std::string describe_exception(std::exception_ptr e) {
   }
 }
 
+namespace {
 std::string bad_arguments_message(std::string_view function, std::string_view why) {
   std::string m = "arguments do not match the parameters of ";
   m += function;
@@ -32,6 +33,7 @@ std::string bad_arguments_message(std::string_view function, std::string_view wh
   m += ")";
   return m;
 }
+}  // namespace
 
 void refuse_arguments(reply_channel& ch, std::uint64_t request_id, std::string_view function,
                       codec::decode_errc ec, std::size_t budget) {

@@ -38,7 +38,6 @@ using invoke_fn = void (*)(void* object, reply_channel& channel, const request_v
 
 // what() of an exception, or a fixed text for non-std exceptions.
 std::string describe_exception(std::exception_ptr e);
-std::string bad_arguments_message(std::string_view function, std::string_view why);
 
 template <auto F>
 decltype(auto) apply_handler(void* object, request_context& ctx, decoded_args_t<F>& args) {
