@@ -59,6 +59,12 @@ class server_memory {
   // not O(waiters). One fence and one load when nobody waits.
   void notify();
   bool has_waiters() const noexcept { return waiters_.load(std::memory_order_relaxed) != 0; }
+  // Memory is short: someone waits, or less than a sixteenth of the server's limit is free.
+  // (Waiters come and go as releases wake them to retry; a nearly full server stays
+  // pressed in between.)
+  bool pressed() const noexcept {
+    return has_waiters() || server.available() < server.limit() / 16;
+  }
 
  private:
   struct waiter {

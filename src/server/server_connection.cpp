@@ -120,7 +120,7 @@ void server_connection::on_timer() {
   const time_point now = std::chrono::steady_clock::now();
   if (c.write_timeout.count() > 0 &&
       (write_stalled_for(c.write_timeout, now) ||
-       (core_.memory.has_waiters() && write_stalled_for(stall_grace(), now)) ||
+       (core_.memory.pressed() && write_stalled_for(stall_grace(), now)) ||
        kernel_queue_stalled(now))) {
     core_.stats.on_dead_peer();
     close();  // the peer stopped reading our replies: its memory goes back
@@ -128,7 +128,7 @@ void server_connection::on_timer() {
   }
   // (Not while paused: then the frames wait in our buffer and the silence is ours.)
   if (!paused() && !read_buf_.empty() && read_buf_.capacity() > core_.config.read_buffer_size &&
-      core_.memory.has_waiters() && now - last_heard_ >= stall_grace()) {
+      core_.memory.pressed() && now - last_heard_ >= stall_grace()) {
     core_.stats.on_dead_peer();
     close();  // a frame granted memory stopped arriving while others wait for memory
     return;

@@ -16,6 +16,22 @@ namespace corvid::detail {
 
 inline constexpr std::size_t mapped_buffer_threshold = 256 * 1024;
 
+// ThreadSanitizer intercepts mmap and munmap but not mremap: pages mremap moves away leave
+// their old range's history behind, and a later mmap of that range on another thread looks
+// like a race with the first owner's writes. Under TSan a mapped buffer grows by a fresh map
+// and a copy instead.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool grow_mapped_in_place = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool grow_mapped_in_place = false;
+#else
+inline constexpr bool grow_mapped_in_place = true;
+#endif
+#else
+inline constexpr bool grow_mapped_in_place = true;
+#endif
+
 inline bool is_mapped_buffer(std::size_t capacity) noexcept {
   return capacity > mapped_buffer_threshold;
 }
@@ -51,7 +67,7 @@ inline char* buffer_reallocate(char* p, std::size_t old_capacity, std::size_t us
     if (q == nullptr) throw std::bad_alloc();
     return static_cast<char*>(q);
   }
-  if (was_mapped && mapped) {
+  if (was_mapped && mapped && grow_mapped_in_place) {
     void* q = ::mremap(p, old_capacity, capacity, MREMAP_MAYMOVE);
     if (q == MAP_FAILED) throw std::bad_alloc();
     return static_cast<char*>(q);
