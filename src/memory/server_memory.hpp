@@ -43,8 +43,8 @@ class server_memory {
   // Runs `resume` (on the thread that frees memory: it should post to its reactor) once
   // `need` more bytes of read memory (`for_read`) or call memory are available. Checks
   // `enough` after registering, so a release between the failed reservation and this call is
-  // never missed. A read waiter asks idle connections holding more than they need to give it
-  // back (see add_holder).
+  // never missed. Every new waiter runs the holders' reclaim callbacks once (see add_holder),
+  // asking connections that hold memory they could give back to do so.
   void wait(std::function<void()> resume, const std::function<bool()>& enough, bool for_read,
             std::size_t need);
   // A connection holding memory it could give back (a grown idle read buffer, replies its
