@@ -2,22 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <poll.h>
 
-#include <asio/bind_cancellation_slot.hpp>
 #include <asio/post.hpp>
-#include <asio/write.hpp>
 
 #include "corvid/codec/codec.hpp"
-#include "corvid/detail/buffer_range.hpp"
 #include "corvid/memory/buffer_pool.hpp"
 #include "corvid/server/request_context.hpp"
 
 #include "../rdma/handshake.hpp"
 #include "../rdma/setup_limiter.hpp"
 #include "server_core.hpp"
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 
 namespace corvid::detail {
 namespace {
@@ -42,8 +36,8 @@ server_connection::server_connection(server_core& core,
                                      asio::generic::stream_protocol::socket socket,
                                      std::string peer)
     : core_(core),
-      socket_(std::move(socket)),
-      reactor_(static_cast<asio::io_context&>(socket_.get_executor().context())),
+      reactor_(static_cast<asio::io_context&>(socket.get_executor().context())),
+      stream_(std::move(socket)),
       peer_(std::move(peer)),
       mem_(core.memory, peer_) {
   // Read buffers come from the reactors' pools: connection churn does not reach malloc, and
@@ -103,7 +97,7 @@ std::chrono::steady_clock::time_point server_connection::next_check() const noex
   // A frame may start later: look again within frame_read_timeout.
   if (c.frame_read_timeout.count() > 0) t = std::min(t, now + c.frame_read_timeout);
   // Paused by a limit, the connection reads nothing, so it would not see its peer leave.
-  if (paused() && !rdma_) t = std::min(t, last_ping_ + probe_interval());
+  if (paused() && !stream_.is_rdma()) t = std::min(t, last_ping_ + probe_interval());
   return t;
 }
 
@@ -133,13 +127,12 @@ void server_connection::on_timer() {
     close();  // a frame granted memory stopped arriving while others wait for memory
     return;
   }
-  if (paused() && !rdma_ && now - last_ping_ >= probe_interval()) {
+  if (paused() && !stream_.is_rdma() && now - last_ping_ >= probe_interval()) {
     // The peer's FIN waits behind the requests left unread, or never arrives at all when
     // our full receive window holds it back in the peer's kernel. poll() tells about a FIN
     // that did arrive; a ping makes a peer that closed answer with an RST (a live one
     // answers a pong), which the error watch (watch_hangup) sees at once.
-    pollfd p{socket_.native_handle(), POLLRDHUP, 0};
-    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLRDHUP) != 0) {
+    if (stream_.peer_finished()) {
       stop_reading_ = true;
       on_peer_finished();
       close_if_done();
@@ -209,19 +202,15 @@ void server_connection::read_more() {
                   const std::error_code& ec, std::size_t n) {
     self->on_read(ec, n);
   };
-  if (rdma_) {
-    rdma_->async_read_some(read_buf_.tail(), read_buf_.tail_room(), std::move(done));
-    return;
-  }
-  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()),
-                          asio::bind_cancellation_slot(read_cancel_.slot(), std::move(done)));
+  stream_.async_read_some(read_buf_.tail(), read_buf_.tail_room(),
+                          stream_.read_cancellable() ? &read_cancel_ : nullptr, std::move(done));
 }
 
 void server_connection::on_read(const std::error_code& ec, std::size_t n) {
   reading_ = false;
   // asio leaves a completed op's cancellation handler in the slot; a later emit must not
   // reach it.
-  if (!rdma_) read_cancel_.slot().clear();
+  if (stream_.read_cancellable()) read_cancel_.slot().clear();
   const bool reclaimed = std::exchange(reclaim_pending_, false);
   if (closed_) return;
   if (reclaimed && ec == asio::error::operation_aborted) {  // nothing was read
@@ -259,7 +248,8 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
 
 void server_connection::reclaim_read_buffer() {
   holding_ = false;
-  if (closed_ || rdma_ || skip_ != 0 || read_buf_.capacity() <= core_.config.read_buffer_size) {
+  if (closed_ || !stream_.read_cancellable() || skip_ != 0 ||
+      read_buf_.capacity() <= core_.config.read_buffer_size) {
     return;
   }
   if (!read_buf_.empty()) {
@@ -301,15 +291,15 @@ bool server_connection::kernel_queue_stalled(time_point now) noexcept {
   // Replies our write handed to the kernel wait in the socket's send queue: a peer that
   // reads none of them leaves it unchanged, with megabytes of kernel memory held. A few
   // unacknowledged bytes (a segment in retransmission) hold nothing worth a close.
-  constexpr int worth_closing = 64 * 1024;
-  if (writing_ || rdma_) return false;
-  int queued = 0;
-  if (::ioctl(socket_.native_handle(), SIOCOUTQ, &queued) != 0 || queued < worth_closing) {
+  constexpr std::size_t worth_closing = 64 * 1024;
+  if (writing_) return false;
+  const std::size_t queued = stream_.kernel_send_queue();  // 0 on RDMA
+  if (queued < worth_closing) {
     kernel_queued_ = 0;
     return false;
   }
-  if (static_cast<std::size_t>(queued) != kernel_queued_) {
-    kernel_queued_ = static_cast<std::size_t>(queued);
+  if (queued != kernel_queued_) {
+    kernel_queued_ = queued;
     kernel_queue_since_ = now;
     return false;
   }
@@ -321,16 +311,15 @@ std::chrono::milliseconds server_connection::probe_interval() const noexcept {
 }
 
 void server_connection::watch_hangup() {
-  if (rdma_) return;
+  if (stream_.is_rdma()) return;
   if (!error_watch_) {
     // A reset is an error event on the socket: asio reports it to a wait_error op, with no
     // read pending and no polling. Once set, the watch stays until the socket closes.
     error_watch_ = true;
-    socket_.async_wait(asio::socket_base::wait_error,
-                       [self = std::static_pointer_cast<server_connection>(shared_from_this())](
-                           const std::error_code& ec) {
-                         if (!ec && !self->closed_) self->close();  // the peer reset
-                       });
+    stream_.watch_error([self = std::static_pointer_cast<server_connection>(shared_from_this())](
+                            const std::error_code& ec) {
+      if (!ec && !self->closed_) self->close();  // the peer reset
+    });
   }
   const time_point probe = last_ping_ + probe_interval();
   if (timer_ && timer_->expiry() > probe) recheck_at(probe);
@@ -449,7 +438,8 @@ bool server_connection::process_frames() {
   }
   mem_.end_batch();
   mem_.settle_read(read_buf_.capacity());
-  if (!holding_ && !rdma_ && read_buf_.capacity() > core_.config.read_buffer_size) {
+  if (!holding_ && stream_.read_cancellable() &&
+      read_buf_.capacity() > core_.config.read_buffer_size) {
     holding_ = true;  // until reclaimed: then registered again by a later batch
     std::weak_ptr<server_connection> weak =
         std::static_pointer_cast<server_connection>(shared_from_this());
@@ -636,7 +626,7 @@ void server_connection::cancel_all_running() {
 }
 
 void server_connection::on_rdma_setup(const protocol::frame_header& h, const char* payload) {
-  if (rdma_ || rdma_next_ || served_request_) {
+  if (stream_.is_rdma() || rdma_next_ || served_request_) {
     fail(0, rpc_errc::protocol_error, "rdma_setup is only valid as a connection's first frame");
     return;
   }
@@ -646,7 +636,7 @@ void server_connection::on_rdma_setup(const protocol::frame_header& h, const cha
   }
   std::string answer;
   std::error_code ec;
-  const auto remote = socket_.remote_endpoint(ec);
+  const auto remote = stream_.socket().remote_endpoint(ec);
   const std::string peer = ec ? std::string("unknown") : rdma::setup_limiter::peer_key(remote);
   auto stream = rdma::accept_setup(core_.rdma, reactor_, &core_.stats,
                                    std::string_view(payload, h.payload_size()), peer, answer);
@@ -660,8 +650,7 @@ void server_connection::on_rdma_setup(const protocol::frame_header& h, const cha
 }
 
 void server_connection::switch_to_rdma() {
-  rdma_ = std::move(rdma_next_);
-  rdma_->attach_side_channel(std::move(socket_));
+  stream_.switch_to_rdma(std::move(rdma_next_));
   read_buf_.clear();
   read_more();
 }
@@ -775,14 +764,13 @@ void server_connection::frame_queued() {
 void server_connection::write_each() {
   // The seed-002 baseline: one blocking write syscall per reply, no batching at all.
   if (writing_ || closed_) return;
-  if (rdma_ || rdma_next_) {  // RDMA writes complete asynchronously: one frame per flush
-    flush();
-    return;
-  }
   std::error_code ec;
   std::uint64_t calls = 0;
-  const std::size_t n =
-      asio::write(socket_, buffer_range(pending_.buffers()), counting_transfer_all{&calls}, ec);
+  std::size_t n = 0;
+  if (rdma_next_ || !stream_.write_blocking(pending_.buffers(), &calls, n, ec)) {
+    flush();  // RDMA writes complete asynchronously: one frame per flush
+    return;
+  }
   core_.stats.on_write(pending_.frames(), calls, n);
   pending_.clear();
   if (ec) close();
@@ -824,14 +812,8 @@ void server_connection::flush(time_point now) {
     if (sending_.size() >= 64 * 1024) hold_replies();
   }
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
-  if (rdma_) {
-    rdma_->async_write(sending_.buffers(), &write_calls_,
-                       [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
-    return;
-  }
-  asio::async_write(socket_, buffer_range(sending_.buffers()),
-                    counting_transfer_all{&write_calls_, &last_heard_, &write_moved_},
-                    [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
+  stream_.async_write(sending_.buffers(), &write_calls_, &last_heard_, &write_moved_,
+                      [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
 }
 
 void server_connection::on_write(const std::error_code& ec, std::size_t n) {
@@ -913,7 +895,7 @@ void server_connection::close() {
   if (holding_) core_.memory.remove_holder(this);
   if (holding_replies_) core_.memory.remove_holder(&holding_replies_);
   if (timer_) timer_->cancel();
-  if (!rdma_) {
+  if (!stream_.is_rdma()) {
     // The buffer goes back to this reactor's pool: no read lands in it any more (a socket
     // read in flight completes as aborted once the socket closes below). An RDMA stream may
     // still copy into it until its own close completes, so that one stays until the end.
@@ -922,19 +904,14 @@ void server_connection::close() {
     mem_.settle_read(0);
   }
   cancel_all_running();  // nobody will read their replies
-  std::error_code ignored;
-  socket_.shutdown(asio::socket_base::shutdown_both, ignored);
-  socket_.close(ignored);
   if (rdma_next_) rdma_next_->close();
-  if (rdma_) {
-    // Counted closed once the stream has let its last SENDs complete (a draining server's
-    // final replies), so stop() does not tear the reactors down under them.
-    rdma_->close([self = std::static_pointer_cast<server_connection>(shared_from_this())] {
-      self->core_.on_connection_closed(self.get());
-    });
-    return;
-  }
-  core_.on_connection_closed(this);
+  // An RDMA stream is counted closed once it has let its last SENDs complete (a draining
+  // server's final replies), so stop() does not tear the reactors down under them.
+  const bool later =
+      stream_.close([self = std::static_pointer_cast<server_connection>(shared_from_this())] {
+        self->core_.on_connection_closed(self.get());
+      });
+  if (!later) core_.on_connection_closed(this);
 }
 
 }  // namespace corvid::detail

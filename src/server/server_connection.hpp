@@ -15,6 +15,7 @@
 #include "corvid/protocol/frame_header.hpp"
 
 #include "../memory/server_memory.hpp"
+#include "../transport/byte_stream.hpp"
 #include "running_calls.hpp"
 
 namespace corvid::rdma {
@@ -126,8 +127,8 @@ class server_connection final : public reply_channel {
   void on_timer();
 
   server_core& core_;
-  asio::generic::stream_protocol::socket socket_;
   asio::io_context& reactor_;
+  byte_stream stream_;  // TCP, Unix, TLS or RDMA
   std::string peer_;
   connection_memory mem_;  // before read_buf_: charged for it from the start
   byte_buffer read_buf_;
@@ -169,8 +170,7 @@ class server_connection final : public reply_channel {
   bool served_request_ = false;   // a request was dispatched (rdma_setup is then refused)
   bool stop_reading_ = false;     // drain, peer EOF or protocol error: read nothing more
   bool closed_ = false;
-  // RDMA (init_ibv): once set, reads and writes go to the queue pair instead of socket_.
-  std::shared_ptr<rdma::rdma_stream> rdma_;
+  // RDMA (init_ibv): the answered stream, which carries the bytes once the answer is written.
   std::shared_ptr<rdma::rdma_stream> rdma_next_;  // answered, switching after the write
 };
 
