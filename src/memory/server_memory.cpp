@@ -33,6 +33,7 @@ server_memory::server_memory(const server_config& config)
                    &server),
       queued_replies("queued_replies", unlimited_memory, &server),
       in_flight("in_flight", in_flight_limit(server.limit(), read_buffers.limit()), &server),
+      tls_sessions("tls_sessions", unlimited_memory, &server),
       max_queued_reply_bytes(config.max_queued_reply_bytes),
       max_call_bytes_per_connection(config.max_call_bytes_per_connection) {}
 
@@ -92,11 +93,17 @@ connection_memory::connection_memory(server_memory& server, const std::string& n
       replies_(name, unlimited_memory, &server.queued_replies),
       calls_(name, server.max_call_bytes_per_connection, &server.in_flight) {}
 
+bool connection_memory::reserve_tls(std::size_t bytes, const std::string& name) {
+  if (!tls_) tls_.emplace(name, unlimited_memory, &server_.tls_sessions);
+  return tls_->try_reserve(bytes);
+}
+
 connection_memory::~connection_memory() {
   // The trackers give back what is still charged as they go; then waiters may proceed.
   read_.release(read_.current());
   replies_.release(replies_.current());
   calls_.release(calls_.current());
+  if (tls_) tls_->release(tls_->current());
   server_.notify();
 }
 

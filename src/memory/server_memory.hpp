@@ -7,8 +7,10 @@
 //      │  └─ <peer>           one leaf per connection: its read buffer's capacity
 //      ├─ queued_replies
 //      │  └─ <peer>           encoded replies not yet written; max_queued_reply_bytes
-//      └─ in_flight
-//         └─ <peer>           request bytes of running calls (a coroutine copies its request)
+//      ├─ in_flight
+//      │  └─ <peer>           request bytes of running calls (a coroutine copies its request)
+//      └─ tls_sessions
+//         └─ <peer>           a TLS connection's session state and record buffers
 //
 // Reads, calls (request copies, decoded arguments, call state) and replies are all reserved
 // with try_reserve before anything is allocated; a connection that is refused pauses (stops
@@ -20,6 +22,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +40,7 @@ class server_memory {
   memory_tracker read_buffers;
   memory_tracker queued_replies;
   memory_tracker in_flight;
+  memory_tracker tls_sessions;
   const std::size_t max_queued_reply_bytes;
   const std::size_t max_call_bytes_per_connection;
 
@@ -130,6 +134,9 @@ class connection_memory {
   // small reply and the dispatch check need, without a tracker operation per call.
   static constexpr std::size_t reply_keep = 4096;
 
+  // A TLS connection's fixed cost (its session and record buffers), reserved before the
+  // session is created; false = no room. Held until the connection goes.
+  bool reserve_tls(std::size_t bytes, const std::string& name);
   // Queued replies. Before encoding a reply of `bytes`, with `queued` bytes already queued:
   // reserves it (from a credit, like calls). False = refused: the connection's queue is at
   // max_queued_reply_bytes, or the server has no memory for it.
@@ -170,6 +177,7 @@ class connection_memory {
   memory_tracker read_;
   memory_tracker replies_;
   memory_tracker calls_;
+  std::optional<memory_tracker> tls_;  // TLS connections only
   std::size_t read_charged_ = 0;
   std::size_t replies_charged_ = 0;  // queued replies plus spare reply credit
   std::size_t credit_ = 0;           // reserved on calls_, not yet owned by a call

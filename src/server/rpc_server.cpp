@@ -7,6 +7,7 @@
 
 #include "../rdma/rdma_context.hpp"
 #include "../runtime/endpoint.hpp"
+#include "../transport/tls_context.hpp"
 #include "server_connection.hpp"
 #include "server_core.hpp"
 #include <sys/stat.h>
@@ -251,6 +252,26 @@ bool server_core::started() const {
   return started_;
 }
 
+rpc_error server_core::init_tls(tls_config settings) {
+  auto ctx = make_tls_context(settings, tls_role::server);
+  if (!ctx) return std::move(ctx).error();
+  auto next = std::make_shared<server_tls>(server_tls{std::move(settings), std::move(*ctx)});
+  std::lock_guard lk(tls_mutex_);
+  tls_ = std::move(next);
+  return {};
+}
+
+rpc_error server_core::reload_tls() {
+  const auto current = tls();
+  if (!current) return {rpc_errc::invalid_argument, "reload_tls() before init_tls()"};
+  return init_tls(current->config);
+}
+
+std::shared_ptr<const server_tls> server_core::tls() const {
+  std::lock_guard lk(tls_mutex_);
+  return tls_;
+}
+
 std::size_t server_core::connection_count() const {
   std::lock_guard lk(mutex_);
   return connections_.size();
@@ -283,6 +304,13 @@ rpc_error rpc_server::init_ibv(ibv_config config) {
   core_->rdma = std::move(*ctx);
   return {};
 }
+
+rpc_error rpc_server::init_tls(tls_config config) {
+  if (core_->started()) return {rpc_errc::invalid_argument, "init_tls() after start()"};
+  return core_->init_tls(std::move(config));
+}
+
+rpc_error rpc_server::reload_tls() { return core_->reload_tls(); }
 
 rpc_error rpc_server::async_start() { return core_->async_start(); }
 

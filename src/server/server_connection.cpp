@@ -11,7 +11,9 @@
 
 #include "../rdma/handshake.hpp"
 #include "../rdma/setup_limiter.hpp"
+#include "../transport/tls_context.hpp"
 #include "server_core.hpp"
+#include <sys/socket.h>
 
 namespace corvid::detail {
 namespace {
@@ -30,6 +32,9 @@ constexpr std::size_t min_dispatch_room = connection_memory::reply_keep;
 // when it waits for the server's memory with many others (a reset is seen at once anyway).
 constexpr std::chrono::milliseconds hangup_probe{500};
 constexpr std::chrono::milliseconds hangup_probe_memory{5000};
+// What a TLS connection holds besides its read buffer: asio's two record buffers and
+// OpenSSL's session, BIO pair and record buffers (measured: see tests/transport).
+constexpr std::size_t tls_connection_bytes = 128 * 1024;
 }  // namespace
 
 server_connection::server_connection(server_core& core,
@@ -54,11 +59,85 @@ void server_connection::start() {
     last_activity_ = last_heard_ = std::chrono::steady_clock::now();
     arm_timer();
   }
+  if (auto tls = core_.tls()) {
+    begin_tls(std::move(tls));
+    return;
+  }
   read_more();
 }
 
+void server_connection::begin_tls(std::shared_ptr<const server_tls> tls) {
+  auto self = std::static_pointer_cast<server_connection>(shared_from_this());
+  stream_.socket().async_wait(asio::socket_base::wait_read,
+                              [self, tls = std::move(tls)](const std::error_code& ec) {
+                                if (ec || self->closed_) {
+                                  self->close();
+                                  return;
+                                }
+                                self->on_first_byte(tls);
+                              });
+}
+
+void server_connection::on_first_byte(const std::shared_ptr<const server_tls>& tls) {
+  unsigned char first = 0;
+  const ssize_t n = ::recv(stream_.socket().native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) {
+    close();  // gone before saying anything (or an error)
+    return;
+  }
+  if (first == tls_handshake_record) {
+    handshake(tls);
+    return;
+  }
+  if (tls->config.allow_plaintext) {
+    read_more();  // a plaintext client, served as before TLS was on
+    return;
+  }
+  // Said in plaintext, so a plaintext corvid client reads why it is refused.
+  refuse_with(rpc_errc::protocol_error,
+              "this server requires TLS (rpc_client::init_tls or client_config::tls)");
+}
+
+void server_connection::handshake(std::shared_ptr<const server_tls> tls) {
+  if (!mem_.reserve_tls(tls_connection_bytes, peer_)) {
+    close();  // no memory for another TLS session; a TLS client cannot read a plaintext error
+    return;
+  }
+  stream_.start_tls(tls->context);
+  auto self = std::static_pointer_cast<server_connection>(shared_from_this());
+  auto deadline = std::make_shared<asio::steady_timer>(reactor_);
+  deadline->expires_after(tls->config.handshake_timeout);
+  deadline->async_wait([self](const std::error_code& ec) {
+    if (!ec) self->stream_.socket().close();  // the handshake below ends with an error
+  });
+  stream_.tls().async_handshake(
+      asio::ssl::stream_base::server,
+      [self, tls = std::move(tls), deadline](const std::error_code& ec) {
+        const bool timed_out = deadline->expiry() <= std::chrono::steady_clock::now();
+        deadline->cancel();
+        if (self->closed_) return;
+        if (ec) {
+          if (tls->config.on_handshake_error) {
+            const std::string why =
+                timed_out ? "no TLS handshake within " +
+                                std::to_string(tls->config.handshake_timeout.count()) + " ms"
+                          : describe_tls_failure(ec, self->stream_.tls_verify_result());
+            tls->config.on_handshake_error(self->peer_,
+                                           {rpc_errc::connect_failed, "TLS handshake failed: " + why});
+          }
+          self->close();
+          return;
+        }
+        self->read_more();
+      });
+}
+
 void server_connection::refuse(std::string reason) {
-  fail(0, rpc_errc::server_busy, reason);
+  refuse_with(rpc_errc::server_busy, reason);
+}
+
+void server_connection::refuse_with(rpc_errc code, std::string_view reason) {
+  fail(0, code, reason);
   flush();
 }
 

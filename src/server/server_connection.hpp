@@ -25,6 +25,7 @@ class rdma_stream;
 namespace corvid::detail {
 
 class server_core;
+struct server_tls;
 
 class server_connection final : public reply_channel {
  public:
@@ -33,6 +34,7 @@ class server_connection final : public reply_channel {
 
   void start();                     // begins reading
   void refuse(std::string reason);  // sends a server_busy error frame, then closes
+  void refuse_with(rpc_errc code, std::string_view reason);
   void begin_drain();               // stop(): answer what is in flight, then close
   void force_close();               // stop() timed out
 
@@ -48,6 +50,11 @@ class server_connection final : public reply_channel {
   std::string peer_address() const override { return peer_; }
 
  private:
+  // TLS (rpc_server::init_tls): the first byte tells a TLS client from a plaintext one;
+  // the handshake runs before the first read, off the hot path.
+  void begin_tls(std::shared_ptr<const server_tls> tls);
+  void on_first_byte(const std::shared_ptr<const server_tls>& tls);
+  void handshake(std::shared_ptr<const server_tls> tls);
   void read_more();
   void on_read(const std::error_code& ec, std::size_t n);
   // Someone waits for memory: an idle connection's grown buffer shrinks back to

@@ -15,6 +15,7 @@
 
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/runtime/io_pool.hpp"
+#include "corvid/runtime/tls_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
 #include "corvid/server/server_config.hpp"
 
@@ -23,10 +24,19 @@
 namespace corvid::rdma {
 class rdma_context;
 }
+namespace asio::ssl {
+class context;
+}
 
 namespace corvid::detail {
 
 class server_connection;
+
+// What a TLS connection starts with: the settings and the context built from their files.
+struct server_tls {
+  tls_config config;
+  std::shared_ptr<asio::ssl::context> context;
+};
 
 struct handler_entry {
   std::string name;
@@ -66,6 +76,10 @@ class server_core {
   std::shared_ptr<rdma::rdma_context> rdma;  // set by init_ibv(), before start
   std::size_t connection_count() const;
   bool started() const;
+  rpc_error init_tls(tls_config config);
+  rpc_error reload_tls();
+  // Null when TLS is off. Read once per accepted connection.
+  std::shared_ptr<const server_tls> tls() const;
 
  private:
   void accept_next();
@@ -86,6 +100,8 @@ class server_core {
   bool drained_ = false;
   bool released_ = false;  // io objects released after the join
   std::size_t handlers_running_ = 0;
+  mutable std::mutex tls_mutex_;
+  std::shared_ptr<const server_tls> tls_;
 };
 
 }  // namespace corvid::detail

@@ -16,6 +16,7 @@
 #include "corvid/memory/memory_usage.hpp"
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/rdma/ibv_config.hpp"
+#include "corvid/runtime/tls_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
 #include "corvid/server/server_config.hpp"
 
@@ -57,6 +58,13 @@ class rpc_server {
   // pool. Before start(). TCP clients are still served on the same port. Errors:
   // no_rdma_device (no device, or the provider is not built in), invalid_argument.
   rpc_error init_ibv(ibv_config config = {});
+  // Serve TLS (mutual TLS when config.ca_file is set): loads and checks the certificate,
+  // key and CA files now. Before start(). Errors: invalid_argument naming the file or
+  // setting and what OpenSSL said.
+  rpc_error init_tls(tls_config config);
+  // Loads the files init_tls named again (e.g. renewed certificates): new connections use
+  // them, open ones keep theirs. Any time after init_tls; on an error the old ones stay.
+  rpc_error reload_tls();
 
   // Binds and starts the reactors; returns once listening. Falsy on success.
   rpc_error async_start();

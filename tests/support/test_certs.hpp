@@ -1,0 +1,36 @@
+#pragma once
+// Certificates made at run time for TLS tests and `corvid-bench --tls`: a CA, a server
+// certificate for "localhost" and 127.0.0.1 signed by it, a client certificate, and the
+// broken ones a test needs (expired, signed by another CA, for another name). P-256 keys,
+// so a whole set takes milliseconds. Files are PEM, written under one temporary directory
+// that goes away with the object.
+#include <string>
+
+namespace corvid::test {
+
+class test_certs {
+ public:
+  test_certs();  // throws std::runtime_error when OpenSSL fails
+  ~test_certs();
+  test_certs(const test_certs&) = delete;
+  test_certs& operator=(const test_certs&) = delete;
+
+  std::string ca;             // the CA's certificate
+  std::string server_cert;    // CN/SAN localhost, IP 127.0.0.1, ::1; signed by ca
+  std::string server_key;
+  std::string client_cert;    // CN corvid-client; signed by ca
+  std::string client_key;
+  std::string expired_cert;   // like server_cert, but valid only in the past
+  std::string expired_key;
+  std::string other_ca;       // a second CA, trusting nothing above
+  std::string stranger_cert;  // a server certificate signed by other_ca
+  std::string stranger_key;
+  std::string wrong_name_cert;  // signed by ca, for "elsewhere.example" only
+  std::string wrong_name_key;
+  std::string dir;
+
+  // Writes `text` to a new file in dir and returns its path.
+  std::string write(const std::string& name, const std::string& text) const;
+};
+
+}  // namespace corvid::test
