@@ -9,6 +9,8 @@
 
 #include "../rdma/handshake.hpp"
 #include "../runtime/endpoint.hpp"
+#include "../transport/byte_stream.hpp"
+#include "../transport/tls_context.hpp"
 #include <sys/socket.h>
 
 namespace corvid::detail {
@@ -25,7 +27,6 @@ std::string undecodable_reply_message(std::string_view why) {
 client_connection::client_connection(asio::io_context& reactor, const client_config& config)
     : reactor_(reactor),
       config_(config),
-      socket_(reactor),
       resolver_(reactor),
       connect_timer_(reactor),
       deadline_timer_(reactor),
@@ -72,114 +73,172 @@ std::string client_connection::closed_reason_or_default() const {
 
 // ---- connect / close ------------------------------------------------------------------
 
+struct client_connection::connect_attempt {
+  std::uint64_t epoch = 0;
+  std::string host;
+  std::string port;
+  std::shared_ptr<rdma::rdma_context> rdma;
+  std::shared_ptr<asio::ssl::context> tls;
+  std::string server_name;
+  bool timed_out = false;
+  std::function<void(rpc_error)> done;
+  std::string endpoint() const { return port.empty() ? host : host + ":" + port; }
+};
+
 void client_connection::connect(std::string host, std::string port,
                                 std::function<void(rpc_error)> done) {
   asio::post(reactor_, [self = shared_from_this(), host = std::move(host), port = std::move(port),
                         done = std::move(done)]() mutable {
-    if (self->socket_.is_open() || self->rdma_) {
+    if (self->stream_ && self->stream_->is_open()) {
       self->fail_all({rpc_errc::connection_closed, "reconnecting"});
     }
-    std::shared_ptr<rdma::rdma_context> rdma;
+    auto a = std::make_shared<connect_attempt>();
+    a->host = std::move(host);
+    a->port = std::move(port);
+    a->done = std::move(done);
     {
       std::lock_guard lk(self->mutex_);
-      rdma = self->rdma_ctx_;
+      if (!self->tls_ctx_ && self->config_.tls) {
+        auto ctx = make_tls_context(*self->config_.tls, tls_role::client);
+        if (!ctx) {
+          a->done(std::move(ctx).error());
+          return;
+        }
+        self->tls_ctx_ = std::move(*ctx);
+        self->tls_server_name_ = self->config_.tls->server_name;
+      }
+      a->rdma = self->rdma_ctx_;
+      a->tls = self->tls_ctx_;
+      a->server_name = self->tls_server_name_;
     }
-    const std::uint64_t epoch = ++self->epoch_;
-    auto timed_out = std::make_shared<bool>(false);
+    if (a->rdma && a->tls) {
+      a->done({rpc_errc::invalid_argument,
+               "RDMA (init_ibv) and TLS (init_tls) on one client are not supported together"});
+      return;
+    }
+    a->epoch = ++self->epoch_;
+    auto stream = self->stream_ = std::make_shared<byte_stream>(self->reactor_);
     self->connect_timer_.expires_after(self->config_.connect_timeout);
-    self->connect_timer_.async_wait([self, epoch, timed_out](const std::error_code& ec) {
-      if (ec || epoch != self->epoch_) return;
-      *timed_out = true;
+    self->connect_timer_.async_wait([self, a, stream](const std::error_code& ec) {
+      if (ec || a->epoch != self->epoch_) return;
+      a->timed_out = true;
       self->resolver_.cancel();
       std::error_code ignored;
-      self->socket_.close(ignored);
+      stream->socket().close(ignored);  // a handshake on it ends too
     });
-    auto finish = [self, epoch, timed_out, host, port, rdma, done = std::move(done)](
-                      const std::error_code& ec, std::string_view what) {
-      const bool handshake = rdma && !ec && !*timed_out && epoch == self->epoch_;
-      if (!handshake) self->connect_timer_.cancel();  // else it also bounds the handshake
-      if (epoch != self->epoch_) {
-        done({rpc_errc::connect_failed, "superseded by a newer connect()"});
-      } else if (*timed_out) {
-        done({rpc_errc::timeout, "connect to " + host + ":" + port + " timed out after " +
-                                     std::to_string(self->config_.connect_timeout.count()) +
-                                     " ms"});
-      } else if (ec) {
-        std::error_code ignored;
-        self->socket_.close(ignored);
-        done({rpc_errc::connect_failed,
-              std::string(what) + " " + host + ":" + port + ": " + ec.message()});
-      } else if (handshake) {
-        self->rdma_handshake(epoch, rdma, timed_out, host + ":" + port, done);
-      } else {
-        self->on_connected(epoch);
-        done({});
-      }
-    };
-    if (is_unix_endpoint(host)) {
-      self->socket_.async_connect(unix_endpoint(host),
-                                  [finish = std::move(finish)](const std::error_code& e) {
-                                    finish(e, "cannot connect to");
-                                  });
+    if (is_unix_endpoint(a->host)) {
+      stream->socket().async_connect(unix_endpoint(a->host), [self, a](const std::error_code& e) {
+        self->on_socket_connected(a, e, "cannot connect to");
+      });
       return;
     }
     self->resolver_.async_resolve(
-        host, port,
-        [self, finish = std::move(finish)](const std::error_code& ec,
-                                           asio::ip::tcp::resolver::results_type results) mutable {
+        a->host, a->port,
+        [self, a, stream](const std::error_code& ec,
+                          asio::ip::tcp::resolver::results_type results) mutable {
           if (ec) {
-            finish(ec, "cannot resolve");
+            self->on_socket_connected(a, ec, "cannot resolve");
             return;
           }
           std::vector<asio::generic::stream_protocol::endpoint> endpoints;
           for (const auto& entry : results) endpoints.emplace_back(entry.endpoint());
           asio::async_connect(
-              self->socket_, endpoints,
-              [finish = std::move(finish)](const std::error_code& e,
-                                           const asio::generic::stream_protocol::endpoint&) {
-                finish(e, "cannot connect to");
+              stream->socket(), endpoints,
+              [self, a](const std::error_code& e, const asio::generic::stream_protocol::endpoint&) {
+                self->on_socket_connected(a, e, "cannot connect to");
               });
         });
   });
 }
 
-void client_connection::rdma_handshake(std::uint64_t epoch, std::shared_ptr<rdma::rdma_context> ctx,
-                                       std::shared_ptr<bool> timed_out, std::string endpoint,
-                                       std::function<void(rpc_error)> done) {
+void client_connection::on_socket_connected(const std::shared_ptr<connect_attempt>& a,
+                                            const std::error_code& ec, std::string_view what) {
+  const bool current = a->epoch == epoch_;
+  const bool handshake = (a->rdma || a->tls) && !ec && !a->timed_out && current;
+  if (!handshake) connect_timer_.cancel();  // else it also bounds the handshake
+  if (!current) {
+    a->done({rpc_errc::connect_failed, "superseded by a newer connect()"});
+  } else if (a->timed_out) {
+    a->done({rpc_errc::timeout, "connect to " + a->endpoint() + " timed out after " +
+                                    std::to_string(config_.connect_timeout.count()) + " ms"});
+  } else if (ec) {
+    stream_->close();
+    a->done(
+        {rpc_errc::connect_failed, std::string(what) + " " + a->endpoint() + ": " + ec.message()});
+  } else if (a->tls) {
+    tls_handshake(a);
+  } else if (a->rdma) {
+    rdma_handshake(a);
+  } else {
+    on_connected(a->epoch);
+    a->done({});
+  }
+}
+
+bool client_connection::attempt_current(const connect_attempt& a, std::string_view stage) {
+  if (a.epoch != epoch_) {
+    a.done({rpc_errc::connect_failed, "superseded by a newer connect()"});
+    return false;
+  }
+  if (a.timed_out) {
+    a.done({rpc_errc::timeout, "connect to " + a.endpoint() + " timed out after " +
+                                   std::to_string(config_.connect_timeout.count()) + " ms (" +
+                                   std::string(stage) + ")"});
+    return false;
+  }
+  return true;
+}
+
+void client_connection::tls_handshake(std::shared_ptr<connect_attempt> a) {
   std::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-  rdma::client_handshake(
-      std::move(ctx), socket_, &stats_,
-      [self = shared_from_this(), epoch, timed_out, endpoint = std::move(endpoint),
-       done = std::move(done)](rpc_error e, std::shared_ptr<rdma::rdma_stream> stream) {
+  stream_->socket().set_option(asio::ip::tcp::no_delay(true), ignored);  // not on unix sockets
+  stream_->start_tls(a->tls);
+  expect_server_name(stream_->tls(), a->server_name.empty() ? a->host : a->server_name);
+  stream_->tls().async_handshake(
+      asio::ssl::stream_base::client,
+      [self = shared_from_this(), a, stream = stream_](const std::error_code& ec) {
         self->connect_timer_.cancel();
-        if (epoch != self->epoch_ || *timed_out) {
-          if (stream) stream->close();
-          if (epoch != self->epoch_) {
-            done({rpc_errc::connect_failed, "superseded by a newer connect()"});
-          } else {
-            done({rpc_errc::timeout, "connect to " + endpoint + " timed out after " +
-                                         std::to_string(self->config_.connect_timeout.count()) +
-                                         " ms (RDMA setup)"});
-          }
+        if (!self->attempt_current(*a, "TLS handshake")) {
+          stream->close();
           return;
         }
-        if (e) {
-          std::error_code ignored_close;
-          self->socket_.close(ignored_close);
-          done(std::move(e));
+        if (ec) {
+          const std::string why = describe_tls_failure(ec, stream->tls_verify_result());
+          stream->close();
+          a->done({rpc_errc::connect_failed,
+                   "TLS handshake with " + a->endpoint() + " failed: " + why});
           return;
         }
-        self->rdma_ = std::move(stream);
-        self->rdma_->attach_side_channel(std::move(self->socket_));
-        self->on_connected(epoch);
-        done({});
+        self->on_connected(a->epoch);
+        a->done({});
       });
+}
+
+void client_connection::rdma_handshake(std::shared_ptr<connect_attempt> a) {
+  std::error_code ignored;
+  stream_->socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+  rdma::client_handshake(a->rdma, stream_->socket(), &stats_,
+                         [self = shared_from_this(), a, stream = stream_](
+                             rpc_error e, std::shared_ptr<rdma::rdma_stream> rdma) {
+                           self->connect_timer_.cancel();
+                           if (!self->attempt_current(*a, "RDMA setup")) {
+                             if (rdma) rdma->close();
+                             return;
+                           }
+                           if (e) {
+                             stream->close();
+                             a->done(std::move(e));
+                             return;
+                           }
+                           stream->switch_to_rdma(std::move(rdma));
+                           self->on_connected(a->epoch);
+                           a->done({});
+                         });
 }
 
 void client_connection::on_connected(std::uint64_t epoch) {
   std::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);  // fails harmlessly on unix sockets
+  stream_->socket().set_option(asio::ip::tcp::no_delay(true), ignored);  // not on unix sockets
   {
     std::lock_guard lk(mutex_);
     open_ = true;
@@ -208,7 +267,11 @@ void client_connection::send_cancels_before_close() {
   // pending call, so coroutine handlers still working for it should stop. (The server
   // cannot tell a close from a half-close, after which a peer may still read replies.)
   // Skipped while a write is in flight: our bytes must not land inside its frames.
-  if (!config_.send_cancel || rdma_ || !socket_.is_open()) return;
+  // Only on a plain socket: a TLS stream's bytes cannot be sent around it.
+  if (!config_.send_cancel || !stream_ || stream_->carrier() != byte_stream::kind::socket ||
+      !stream_->is_open()) {
+    return;
+  }
   std::string frames;
   {
     std::lock_guard lk(mutex_);
@@ -224,8 +287,8 @@ void client_connection::send_cancels_before_close() {
   }
   if (frames.empty()) return;
   // A partial send leaves a partial frame before our FIN, which the server discards.
-  const ssize_t n =
-      ::send(socket_.native_handle(), frames.data(), frames.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  const ssize_t n = ::send(stream_->socket().native_handle(), frames.data(), frames.size(),
+                           MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n > 0) {
     stats_.on_write(0, 1, static_cast<std::uint64_t>(n));
     for (std::size_t i = 0; i < static_cast<std::size_t>(n) / protocol::header_size; ++i) {
@@ -282,9 +345,8 @@ void client_connection::fail_all(rpc_error e) {
     parked_tail_ = nullptr;
   }
   unpin(never_sent);
-  std::error_code ignored;
-  socket_.close(ignored);  // a write in flight ends with an error; its pins release then
-  if (rdma_) std::exchange(rdma_, nullptr)->close();  // likewise
+  // A write in flight ends with an error; its pins release then.
+  if (stream_) stream_->close();
   connect_timer_.cancel();
   deadline_timer_.cancel();
   heartbeat_timer_.cancel();
@@ -511,19 +573,11 @@ void client_connection::flush() {
 
 void client_connection::start_write() {
   write_calls_ = 0;
-  if (rdma_) {
-    rdma_->async_write(
-        sending_.buffers(), &write_calls_,
-        [self = shared_from_this(), epoch = epoch_](const std::error_code& ec, std::size_t n) {
-          self->on_write(epoch, ec, n);
-        });
-    return;
-  }
-  asio::async_write(
-      socket_, buffer_range(sending_.buffers()), counting_transfer_all{&write_calls_, &last_heard_},
-      [self = shared_from_this(), epoch = epoch_](const std::error_code& ec, std::size_t n) {
-        self->on_write(epoch, ec, n);
-      });
+  byte_stream& stream = *stream_;
+  stream.async_write(
+      sending_.buffers(), &write_calls_, &last_heard_, nullptr,
+      [self = shared_from_this(), keep = stream_, epoch = epoch_](
+          const std::error_code& ec, std::size_t n) { self->on_write(epoch, ec, n); });
 }
 
 void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
@@ -546,23 +600,23 @@ void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec,
 
 void client_connection::start_reading(std::uint64_t epoch) {
   read_buf_.prepare_read(read_room_, 4096);
-  auto done = [self = shared_from_this(), epoch](const std::error_code& ec, std::size_t n) {
-    self->on_read(epoch, ec, n);
-  };
-  if (rdma_) {
-    rdma_->async_read_some(read_buf_.tail(), read_buf_.tail_room(), std::move(done));
-    return;
-  }
-  socket_.async_read_some(asio::buffer(read_buf_.tail(), read_buf_.tail_room()), std::move(done));
+  byte_stream& stream = *stream_;
+  stream.async_read_some(
+      read_buf_.tail(), read_buf_.tail_room(), nullptr,
+      [self = shared_from_this(), keep = stream_, epoch](const std::error_code& ec, std::size_t n) {
+        self->on_read(epoch, ec, n);
+      });
 }
 
 void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
   if (epoch != epoch_) return;
   if (ec) {
     if (ec != asio::error::operation_aborted) {
-      fail_all({rpc_errc::connection_closed, ec == asio::error::eof
-                                                 ? std::string("connection closed by the server")
-                                                 : "read failed: " + ec.message()});
+      const bool closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+      fail_all({rpc_errc::connection_closed,
+                closed ? std::string("connection closed by the server")
+                       : "read failed: " + (stream_->is_tls() ? describe_tls_failure(ec, X509_V_OK)
+                                                              : ec.message())});
     }
     return;
   }

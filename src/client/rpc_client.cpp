@@ -5,6 +5,7 @@
 #include "corvid/runtime/io_pool.hpp"
 
 #include "../rdma/rdma_context.hpp"
+#include "../transport/tls_context.hpp"
 
 namespace corvid {
 namespace {
@@ -54,6 +55,13 @@ rpc_error rpc_client::init_ibv(ibv_config config) {
   auto ctx = rdma::rdma_context::open(config);
   if (!ctx) return std::move(ctx).error();
   conn_->init_ibv(std::move(*ctx));
+  return {};
+}
+
+rpc_error rpc_client::init_tls(tls_config config) {
+  auto ctx = detail::make_tls_context(config, detail::tls_role::client);
+  if (!ctx) return std::move(ctx).error();
+  conn_->init_tls(std::move(*ctx), config.server_name);
   return {};
 }
 

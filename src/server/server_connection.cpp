@@ -122,8 +122,8 @@ void server_connection::handshake(std::shared_ptr<const server_tls> tls) {
                 timed_out ? "no TLS handshake within " +
                                 std::to_string(tls->config.handshake_timeout.count()) + " ms"
                           : describe_tls_failure(ec, self->stream_.tls_verify_result());
-            tls->config.on_handshake_error(self->peer_,
-                                           {rpc_errc::connect_failed, "TLS handshake failed: " + why});
+            tls->config.on_handshake_error(
+                self->peer_, {rpc_errc::connect_failed, "TLS handshake failed: " + why});
           }
           self->close();
           return;
@@ -132,9 +132,7 @@ void server_connection::handshake(std::shared_ptr<const server_tls> tls) {
       });
 }
 
-void server_connection::refuse(std::string reason) {
-  refuse_with(rpc_errc::server_busy, reason);
-}
+void server_connection::refuse(std::string reason) { refuse_with(rpc_errc::server_busy, reason); }
 
 void server_connection::refuse_with(rpc_errc code, std::string_view reason) {
   fail(0, code, reason);

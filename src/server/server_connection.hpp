@@ -35,8 +35,8 @@ class server_connection final : public reply_channel {
   void start();                     // begins reading
   void refuse(std::string reason);  // sends a server_busy error frame, then closes
   void refuse_with(rpc_errc code, std::string_view reason);
-  void begin_drain();               // stop(): answer what is in flight, then close
-  void force_close();               // stop() timed out
+  void begin_drain();  // stop(): answer what is in flight, then close
+  void force_close();  // stop() timed out
 
   // reply_channel
   outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) override;

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include <asio/ssl/error.hpp>
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -33,7 +34,7 @@ rpc_error check_readable(const std::string& file, std::string_view role) {
 }  // namespace
 
 expected<std::shared_ptr<asio::ssl::context>, rpc_error> make_tls_context(const tls_config& config,
-                                                                         tls_role role) {
+                                                                          tls_role role) {
   const bool server = role == tls_role::server;
   auto ctx = std::make_shared<asio::ssl::context>(server ? asio::ssl::context::tls_server
                                                          : asio::ssl::context::tls_client);
@@ -66,7 +67,8 @@ expected<std::shared_ptr<asio::ssl::context>, rpc_error> make_tls_context(const 
     ctx->use_private_key_file(config.private_key_file, asio::ssl::context::pem, ec);
     if (ec) {
       return unexpected(bad("private_key_file '" + config.private_key_file +
-                                "' (for the certificate in '" + config.certificate_chain_file + "')",
+                                "' (for the certificate in '" + config.certificate_chain_file +
+                                "')",
                             ec));
     }
     if (::SSL_CTX_check_private_key(native) != 1) {
@@ -89,10 +91,9 @@ expected<std::shared_ptr<asio::ssl::context>, rpc_error> make_tls_context(const 
       if (STACK_OF(X509_NAME)* names = ::SSL_load_client_CA_file(config.ca_file.c_str())) {
         ::SSL_CTX_set_client_CA_list(native, names);
       }
-      ctx->set_verify_mode(asio::ssl::verify_peer |
-                           (config.require_client_certificate
-                                ? asio::ssl::verify_fail_if_no_peer_cert
-                                : asio::ssl::verify_mode{0}));
+      ctx->set_verify_mode(asio::ssl::verify_peer | (config.require_client_certificate
+                                                         ? asio::ssl::verify_fail_if_no_peer_cert
+                                                         : asio::ssl::verify_mode{0}));
     } else {
       ctx->set_verify_mode(asio::ssl::verify_none);
     }
@@ -123,7 +124,8 @@ void expect_server_name(asio::ssl::stream<asio::generic::stream_protocol::socket
 
 std::string describe_tls_failure(const std::error_code& ec, long verify_result) {
   if (verify_result != X509_V_OK) {
-    return "certificate verify failed: " + std::string(::X509_verify_cert_error_string(verify_result));
+    return "certificate verify failed: " +
+           std::string(::X509_verify_cert_error_string(verify_result));
   }
   if (ec == asio::ssl::error::stream_truncated || ec == asio::error::eof) {
     return "the peer closed the connection during the TLS handshake";

@@ -20,7 +20,7 @@ enum class tls_role { server, client };
 
 // invalid_argument naming the file or setting at fault and what OpenSSL said.
 expected<std::shared_ptr<asio::ssl::context>, rpc_error> make_tls_context(const tls_config& config,
-                                                                         tls_role role);
+                                                                          tls_role role);
 
 // Client: the name (or IP address) the server's certificate must match, and the SNI sent.
 void expect_server_name(asio::ssl::stream<asio::generic::stream_protocol::socket>& stream,

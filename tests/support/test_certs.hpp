@@ -15,12 +15,12 @@ class test_certs {
   test_certs(const test_certs&) = delete;
   test_certs& operator=(const test_certs&) = delete;
 
-  std::string ca;             // the CA's certificate
-  std::string server_cert;    // CN/SAN localhost, IP 127.0.0.1, ::1; signed by ca
+  std::string ca;           // the CA's certificate
+  std::string server_cert;  // CN/SAN localhost, IP 127.0.0.1, ::1; signed by ca
   std::string server_key;
-  std::string client_cert;    // CN corvid-client; signed by ca
+  std::string client_cert;  // CN corvid-client; signed by ca
   std::string client_key;
-  std::string expired_cert;   // like server_cert, but valid only in the past
+  std::string expired_cert;  // like server_cert, but valid only in the past
   std::string expired_key;
   std::string other_ca;       // a second CA, trusting nothing above
   std::string stranger_cert;  // a server certificate signed by other_ca

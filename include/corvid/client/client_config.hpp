@@ -2,8 +2,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "corvid/protocol/frame_header.hpp"
+#include "corvid/runtime/tls_config.hpp"
 
 namespace corvid {
 
@@ -43,6 +45,9 @@ struct client_config {
   // are marked request_unsent(): the server never saw them.
   enum class busy_policy { wait, fail };
   busy_policy when_busy = busy_policy::wait;
+  // TLS to the server (rpc_client::init_tls does the same for one client). Checked at the
+  // first connect, which fails with invalid_argument naming a bad file.
+  std::optional<tls_config> tls;
 };
 
 }  // namespace corvid

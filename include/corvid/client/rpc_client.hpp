@@ -78,6 +78,11 @@ class rpc_client {
   // over the queue pair. Errors: no_rdma_device (no device, or the provider is not built in),
   // invalid_argument. Never falls back to TCP.
   rpc_error init_ibv(ibv_config config = {});
+  // TLS to the server: the next connect() runs a TLS handshake that verifies the server's
+  // chain (against config.ca_file, or the system's trust store) and name (config.server_name,
+  // or the host connected to); config's certificate and key, when set, are presented for
+  // mutual TLS. Files are checked now: invalid_argument names the one at fault.
+  rpc_error init_tls(tls_config config);
   void close();
   bool is_connected() const { return conn_->is_open(); }
   // Calls queued or sent on this connection that have not ended yet (what max_pending_calls

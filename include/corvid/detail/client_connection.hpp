@@ -27,6 +27,9 @@ namespace corvid::rdma {
 class rdma_context;
 class rdma_stream;
 }  // namespace corvid::rdma
+namespace asio::ssl {
+class context;
+}
 
 namespace corvid::detail {
 
@@ -39,6 +42,8 @@ struct parked_request {
   std::string_view borrowed;  // or the caller's attachment (zero copy)
   parked_request* next = nullptr;
 };
+
+class byte_stream;
 
 class client_connection : public std::enable_shared_from_this<client_connection>,
                           public call_canceller {
@@ -54,6 +59,13 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void init_ibv(std::shared_ptr<rdma::rdma_context> ctx) {
     std::lock_guard lk(mutex_);
     rdma_ctx_ = std::move(ctx);
+  }
+  // Later connects run a TLS handshake, verifying the server against `server_name` (empty:
+  // the host connected to).
+  void init_tls(std::shared_ptr<asio::ssl::context> ctx, std::string server_name) {
+    std::lock_guard lk(mutex_);
+    tls_ctx_ = std::move(ctx);
+    tls_server_name_ = std::move(server_name);
   }
   // Calls sent or queued and not yet ended.
   std::size_t pending_calls() const {
@@ -195,10 +207,17 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void start_write();  // sending_ holds the batch
   void on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
   void on_connected(std::uint64_t epoch);
+  struct connect_attempt;
+  // The socket is connected: TLS (init_tls / client_config::tls) or RDMA setup (init_ibv)
+  // runs on it next, else the connection is ready.
+  void on_socket_connected(const std::shared_ptr<connect_attempt>& a, const std::error_code& ec,
+                           std::string_view what);
+  void tls_handshake(std::shared_ptr<connect_attempt> a);
   // TCP is up: exchange queue-pair addresses on it, then on_connected over RDMA.
-  void rdma_handshake(std::uint64_t epoch, std::shared_ptr<rdma::rdma_context> ctx,
-                      std::shared_ptr<bool> timed_out, std::string endpoint,
-                      std::function<void(rpc_error)> done);
+  void rdma_handshake(std::shared_ptr<connect_attempt> a);
+  // A handshake ended: false (and `done` told why) when the attempt was superseded or
+  // timed out meanwhile.
+  bool attempt_current(const connect_attempt& a, std::string_view stage);
   void rearm_timer();
   void on_timer();
   void arm_heartbeat(std::uint64_t epoch);
@@ -214,8 +233,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   const client_config config_;
 
   // Reactor-thread state.
-  asio::generic::stream_protocol::socket socket_;
-  std::shared_ptr<rdma::rdma_stream> rdma_;  // set: the socket_ role goes to the queue pair
+  // The bytes: a socket, TLS on it, or RDMA. A new one per connect; the read and write
+  // handlers keep theirs alive (a TLS stream must outlive its operations).
+  std::shared_ptr<byte_stream> stream_;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;
@@ -240,6 +260,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   bool flush_scheduled_ = false;
   std::string closed_reason_;
   std::shared_ptr<rdma::rdma_context> rdma_ctx_;  // init_ibv()
+  std::shared_ptr<asio::ssl::context> tls_ctx_;   // init_tls(), or built from config_.tls
+  std::string tls_server_name_;
   outbound_queue out_;
   std::vector<call_base*> pinned_out_;      // calls with borrowed bytes in out_
   std::vector<call_base*> pinned_sending_;  // ... in sending_ (swapped with out_ under mutex_)
