@@ -29,6 +29,7 @@ double seconds_since(clock::time_point t0) {
 harness_config base_config(const options& o) {
   harness_config hc;
   hc.transport = o.transport;
+  hc.tls = o.tls;
   hc.rdma = rdma_config(o);
   hc.connect = o.connect;
   hc.pin = o.pin;

@@ -8,6 +8,7 @@
 
 #include "alloc_counter.hpp"
 #include "bench_service.hpp"
+#include "test_certs.hpp"
 
 namespace corvid::bench {
 namespace {
@@ -23,7 +24,7 @@ bool pin_to_cpu(int cpu) {
 
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
                                                bool coalesce, std::string& error,
-                                               const ibv_config* rdma) {
+                                               const ibv_config* rdma, const tls_config* tls) {
   server_config cfg;
   cfg.io_threads = static_cast<std::size_t>(threads);
   cfg.coalesce_writes = coalesce;
@@ -47,6 +48,12 @@ std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int th
       return nullptr;
     }
   }
+  if (tls != nullptr) {
+    if (auto ec = server->init_tls(*tls)) {
+      error = ec.message();
+      return nullptr;
+    }
+  }
   if (auto ec = server->async_start()) {
     error = ec.message();
     return nullptr;
@@ -57,13 +64,22 @@ std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int th
 
 harness::harness(const harness_config& cfg) {
   endpoint_ = cfg.connect;
+  std::optional<tls_config> client_tls;
+  std::optional<tls_config> server_tls;
+  if (cfg.tls) {
+    certs_ = std::make_unique<test::test_certs>();
+    server_tls = tls_config{.certificate_chain_file = certs_->server_cert,
+                            .private_key_file = certs_->server_key};
+    client_tls = tls_config{.ca_file = certs_->ca, .server_name = "localhost"};
+  }
   if (endpoint_.empty()) {
     const std::string listen =
         cfg.transport == "uds" ? "unix:/tmp/corvid-bench-" + std::to_string(::getpid()) + ".sock"
                                : "127.0.0.1:0";
     std::string error;
     server_ = start_bench_server(listen, cfg.server_threads, cfg.pin, cfg.server_coalesce, error,
-                                 cfg.transport == "rdma" ? &cfg.rdma : nullptr);
+                                 cfg.transport == "rdma" ? &cfg.rdma : nullptr,
+                                 server_tls ? &*server_tls : nullptr);
     if (!server_) throw std::runtime_error("server: " + error);
     endpoint_ = cfg.transport == "uds" ? listen : "127.0.0.1:" + std::to_string(server_->port());
   }
@@ -77,6 +93,7 @@ harness::harness(const harness_config& cfg) {
     pc.client.pool = client_pool_.get();
     pc.client.request_timeout = std::chrono::milliseconds(60000);
     pc.client.max_queued_request_bytes = cfg.client_queue;
+    pc.client.tls = client_tls;
     pool_ = client_pool::create(endpoint_, pc);
     return;
   }
@@ -86,6 +103,7 @@ harness::harness(const harness_config& cfg) {
     cc.coalesce_writes = cfg.client_coalesce;
     cc.request_timeout = std::chrono::milliseconds(60000);
     cc.max_queued_request_bytes = cfg.client_queue;
+    cc.tls = client_tls;
     auto c = std::make_unique<rpc_client>(cc);
     if (cfg.transport == "rdma") {
       if (auto ec = c->init_ibv(cfg.rdma)) throw std::runtime_error("init_ibv: " + ec.message());

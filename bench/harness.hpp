@@ -7,10 +7,15 @@
 
 #include <corvid/corvid.hpp>
 
+namespace corvid::test {
+class test_certs;
+}
+
 namespace corvid::bench {
 
 struct harness_config {
   std::string transport = "tcp";  // tcp | uds | rdma (rdma: init_ibv() on server and clients)
+  bool tls = false;               // TLS with certificates made at run time
   ibv_config rdma;                // with transport "rdma"
   std::string connect;            // non-empty: use that server instead of starting one
   int server_threads = 1;
@@ -32,6 +37,7 @@ class harness {
   const std::string& endpoint() const { return endpoint_; }
 
  private:
+  std::unique_ptr<test::test_certs> certs_;  // --tls
   std::unique_ptr<rpc_server> server_;
   std::unique_ptr<io_pool> client_pool_;
   std::vector<std::unique_ptr<rpc_client>> clients_;
@@ -46,6 +52,7 @@ bool pin_to_cpu(int cpu);
 // With `rdma` set, the server also accepts RDMA clients (init_ibv).
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
                                                bool coalesce, std::string& error,
-                                               const ibv_config* rdma = nullptr);
+                                               const ibv_config* rdma = nullptr,
+                                               const tls_config* tls = nullptr);
 
 }  // namespace corvid::bench

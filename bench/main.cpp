@@ -20,8 +20,8 @@ void print_machine(const options& o) {
   std::printf(
       "corvid-bench %s: transport %s, %d io thread(s) per side, %d connection(s), "
       "%.1f s per cell (+%.1f s warm-up), reply %s%s, %u cores\n\n",
-      o.command.c_str(), o.transport.c_str(), o.threads, o.connections, o.duration, o.warmup,
-      o.echo ? "= payload (echo)" : format_size(o.response_size).c_str(),
+      o.command.c_str(), (o.transport + (o.tls ? "+tls" : "")).c_str(), o.threads, o.connections,
+      o.duration, o.warmup, o.echo ? "= payload (echo)" : format_size(o.response_size).c_str(),
       o.pin ? ", reactors pinned" : "", std::thread::hardware_concurrency());
 }
 
@@ -48,6 +48,7 @@ int write_outputs(const options& o, const std::vector<cell_result>& cells) {
 int run_grid(const options& o) {
   harness_config hc;
   hc.transport = o.transport;
+  hc.tls = o.tls;
   hc.rdma = rdma_config(o);
   hc.connect = o.connect;
   hc.server_threads = hc.client_threads = o.threads;
@@ -74,7 +75,7 @@ int run_grid(const options& o) {
         std::fprintf(stderr, "\r[%zu/%zu] %-12s warming up...      ", index, total, label.c_str());
       std::string first_error;
       cell_result r = run_cell({h.clients(), h.pool()}, p, progress, &first_error);
-      r.transport = o.transport;
+      r.transport = o.transport + (o.tls ? "+tls" : "");
       if (!first_error.empty())
         std::fprintf(stderr, "\n%s: %s\n", label.c_str(), first_error.c_str());
       errors += r.errors;

@@ -23,6 +23,7 @@ commands:
 
 options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides
+  --tls                    TLS (tcp, uds), self-signed certificates made at run time
   --rdma-provider P        soft | ibverbs (default: $CORVID_VERBS_PROVIDER, else ibverbs)
   --rdma-device NAME       RDMA device (default: the first)
   --rdma-port N            the device's port, 1-based as ibv_devinfo shows it (default 1)
@@ -106,6 +107,8 @@ options parse_options(int argc, char** argv) {
       std::exit(0);
     } else if (a == "--transport") {
       o.transport = value("--transport");
+    } else if (a == "--tls") {
+      o.tls = true;
     } else if (a == "--rdma-provider") {
       o.rdma_provider = value("--rdma-provider");
     } else if (a == "--rdma-device") {
@@ -154,6 +157,9 @@ options parse_options(int argc, char** argv) {
   }
   if (o.transport != "tcp" && o.transport != "uds" && o.transport != "rdma") {
     fail("--transport must be tcp, uds or rdma");
+  }
+  if (o.tls && (o.transport == "rdma" || !o.connect.empty() || o.command == "server")) {
+    fail("--tls runs the server in this process, over tcp or uds");
   }
   if (o.transport == "rdma" && o.pool > 0) fail("--pool is not supported with --transport rdma");
   if (o.threads < 1 || o.connections < 1 || o.duration <= 0 || o.warmup < 0) {

@@ -13,6 +13,7 @@ namespace corvid::bench {
 struct options {
   std::string command = "grid";   // grid | server | client | pipeline | coalesce | reactors
   std::string transport = "tcp";  // tcp | uds | rdma
+  bool tls = false;               // TLS on tcp/uds, with certificates made at run time
   std::string rdma_provider;      // rdma: "soft", "ibverbs", "" = $CORVID_VERBS_PROVIDER
   std::string rdma_device;        // rdma: device name, "" = the first
   std::uint8_t rdma_port = ibv_config{}.port;            // rdma: 1-based, as ibv_devinfo

@@ -192,10 +192,10 @@ bool client_connection::attempt_current(const connect_attempt& a, std::string_vi
 void client_connection::tls_handshake(std::shared_ptr<connect_attempt> a) {
   std::error_code ignored;
   stream_->socket().set_option(asio::ip::tcp::no_delay(true), ignored);  // not on unix sockets
-  stream_->start_tls(a->tls);
-  expect_server_name(stream_->tls(), a->server_name.empty() ? a->host : a->server_name);
+  stream_->start_tls(a->tls, false);
+  expect_server_name(stream_->tls().native_handle(),
+                     a->server_name.empty() ? a->host : a->server_name);
   stream_->tls().async_handshake(
-      asio::ssl::stream_base::client,
       [self = shared_from_this(), a, stream = stream_](const std::error_code& ec) {
         self->connect_timer_.cancel();
         if (!self->attempt_current(*a, "TLS handshake")) {

@@ -32,9 +32,6 @@ constexpr std::size_t min_dispatch_room = connection_memory::reply_keep;
 // when it waits for the server's memory with many others (a reset is seen at once anyway).
 constexpr std::chrono::milliseconds hangup_probe{500};
 constexpr std::chrono::milliseconds hangup_probe_memory{5000};
-// What a TLS connection holds besides its read buffer: asio's two record buffers and
-// OpenSSL's session, BIO pair and record buffers (measured: see tests/transport).
-constexpr std::size_t tls_connection_bytes = 128 * 1024;
 }  // namespace
 
 server_connection::server_connection(server_core& core,
@@ -99,37 +96,35 @@ void server_connection::on_first_byte(const std::shared_ptr<const server_tls>& t
 }
 
 void server_connection::handshake(std::shared_ptr<const server_tls> tls) {
-  if (!mem_.reserve_tls(tls_connection_bytes, peer_)) {
+  if (!mem_.reserve_tls(tls_channel::memory_bytes, peer_)) {
     close();  // no memory for another TLS session; a TLS client cannot read a plaintext error
     return;
   }
-  stream_.start_tls(tls->context);
+  stream_.start_tls(tls->context, true);
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
   auto deadline = std::make_shared<asio::steady_timer>(reactor_);
   deadline->expires_after(tls->config.handshake_timeout);
   deadline->async_wait([self](const std::error_code& ec) {
     if (!ec) self->stream_.socket().close();  // the handshake below ends with an error
   });
-  stream_.tls().async_handshake(
-      asio::ssl::stream_base::server,
-      [self, tls = std::move(tls), deadline](const std::error_code& ec) {
-        const bool timed_out = deadline->expiry() <= std::chrono::steady_clock::now();
-        deadline->cancel();
-        if (self->closed_) return;
-        if (ec) {
-          if (tls->config.on_handshake_error) {
-            const std::string why =
-                timed_out ? "no TLS handshake within " +
-                                std::to_string(tls->config.handshake_timeout.count()) + " ms"
-                          : describe_tls_failure(ec, self->stream_.tls_verify_result());
-            tls->config.on_handshake_error(
-                self->peer_, {rpc_errc::connect_failed, "TLS handshake failed: " + why});
-          }
-          self->close();
-          return;
-        }
-        self->read_more();
-      });
+  stream_.tls().async_handshake([self, tls = std::move(tls), deadline](const std::error_code& ec) {
+    const bool timed_out = deadline->expiry() <= std::chrono::steady_clock::now();
+    deadline->cancel();
+    if (self->closed_) return;
+    if (ec) {
+      if (tls->config.on_handshake_error) {
+        const std::string why =
+            timed_out ? "no TLS handshake within " +
+                            std::to_string(tls->config.handshake_timeout.count()) + " ms"
+                      : describe_tls_failure(ec, self->stream_.tls_verify_result());
+        tls->config.on_handshake_error(self->peer_,
+                                       {rpc_errc::connect_failed, "TLS handshake failed: " + why});
+      }
+      self->close();
+      return;
+    }
+    self->read_more();
+  });
 }
 
 void server_connection::refuse(std::string reason) { refuse_with(rpc_errc::server_busy, reason); }
@@ -703,6 +698,10 @@ void server_connection::cancel_all_running() {
 }
 
 void server_connection::on_rdma_setup(const protocol::frame_header& h, const char* payload) {
+  if (stream_.is_tls()) {
+    fail(0, rpc_errc::protocol_error, "RDMA setup over a TLS connection is not supported");
+    return;
+  }
   if (stream_.is_rdma() || rdma_next_ || served_request_) {
     fail(0, rpc_errc::protocol_error, "rdma_setup is only valid as a connection's first frame");
     return;

@@ -13,14 +13,13 @@ bool byte_stream::is_open() const noexcept {
   return kind_ == kind::rdma ? rdma_->is_open() : socket().is_open();
 }
 
-void byte_stream::start_tls(std::shared_ptr<asio::ssl::context> ctx) {
-  tls_context_ = std::move(ctx);
-  tls_.emplace(std::move(socket_), *tls_context_);
+void byte_stream::start_tls(std::shared_ptr<asio::ssl::context> ctx, bool server) {
+  tls_ = std::make_unique<tls_channel>(socket_, std::move(ctx), server);
   kind_ = kind::tls;
 }
 
 long byte_stream::tls_verify_result() const noexcept {
-  return tls_ ? ::SSL_get_verify_result(const_cast<tls_type&>(*tls_).native_handle()) : X509_V_OK;
+  return tls_ ? ::SSL_get_verify_result(tls_->native_handle()) : X509_V_OK;
 }
 
 void byte_stream::switch_to_rdma(std::shared_ptr<rdma::rdma_stream> stream) {
@@ -36,9 +35,7 @@ bool byte_stream::write_blocking(const std::vector<asio::const_buffer>& buffers,
     case kind::socket:
       written = asio::write(socket_, buffer_range(buffers), count, ec);
       return true;
-    case kind::tls:
-      written = asio::write(*tls_, buffer_range(buffers), count, ec);
-      return true;
+    case kind::tls:  // TLS writes go through its channel, asynchronously
     case kind::rdma:
       break;
   }

@@ -23,20 +23,19 @@
 #include <asio/buffer.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/generic/stream_protocol.hpp>
-#include <asio/ssl/stream.hpp>
 #include <asio/write.hpp>
 
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/runtime/transport_stats.hpp"
 
 #include "../rdma/rdma_stream.hpp"
+#include "tls_channel.hpp"
 
 namespace corvid::detail {
 
 class byte_stream {
  public:
   using socket_type = asio::generic::stream_protocol::socket;
-  using tls_type = asio::ssl::stream<socket_type>;
   using time_point = std::chrono::steady_clock::time_point;
   enum class kind : std::uint8_t { socket, tls, rdma };
 
@@ -48,16 +47,16 @@ class byte_stream {
   kind carrier() const noexcept { return kind_; }
   bool is_rdma() const noexcept { return kind_ == kind::rdma; }
   bool is_tls() const noexcept { return kind_ == kind::tls; }
-  // The socket underneath (under TLS, its lowest layer): connect, options, addresses. Not
-  // to be used for bytes once RDMA has taken over (the side channel owns it then).
-  socket_type& socket() noexcept { return tls_ ? tls_->next_layer() : socket_; }
-  const socket_type& socket() const noexcept { return tls_ ? tls_->next_layer() : socket_; }
+  // The socket underneath: connect, options, addresses. Not to be used for bytes once RDMA
+  // has taken over (the side channel owns it then).
+  socket_type& socket() noexcept { return socket_; }
+  const socket_type& socket() const noexcept { return socket_; }
   bool is_open() const noexcept;
 
-  // Wraps the socket in TLS with `ctx` (kept alive by the stream); the handshake follows
-  // with tls().async_handshake. Before any byte was read or written.
-  void start_tls(std::shared_ptr<asio::ssl::context> ctx);
-  tls_type& tls() noexcept { return *tls_; }
+  // Puts TLS with `ctx` on the socket; the handshake follows with tls().async_handshake.
+  // Before any byte was read or written.
+  void start_tls(std::shared_ptr<asio::ssl::context> ctx, bool server);
+  tls_channel& tls() noexcept { return *tls_; }
   // The peer's certificate chain and name checks passed (TLS), as OpenSSL saw them.
   long tls_verify_result() const noexcept;
   // Hands the bytes to `stream`; the socket goes along as its side channel.
@@ -79,7 +78,7 @@ class byte_stream {
         }
         return;
       case kind::tls:
-        tls_->async_read_some(asio::buffer(data, size), std::forward<Handler>(done));
+        tls_->async_read_some(data, size, std::forward<Handler>(done));
         return;
       case kind::rdma:
         rdma_->async_read_some(data, size, std::forward<Handler>(done));
@@ -99,14 +98,15 @@ class byte_stream {
         asio::async_write(socket_, buffer_range(buffers), count, std::forward<Handler>(done));
         return;
       case kind::tls:
-        asio::async_write(*tls_, buffer_range(buffers), count, std::forward<Handler>(done));
+        tls_->async_write(buffers, writes, progress, moved, std::forward<Handler>(done));
         return;
       case kind::rdma:
         rdma_->async_write(buffers, writes, std::forward<Handler>(done));
         return;
     }
   }
-  // Blocks until all of `buffers` is written (socket or TLS; false on RDMA: not offered).
+  // Blocks until all of `buffers` is written (a socket; false on TLS and RDMA, which write
+  // only asynchronously).
   bool write_blocking(const std::vector<asio::const_buffer>& buffers, std::uint64_t* writes,
                       std::size_t& written, std::error_code& ec);
 
@@ -123,9 +123,8 @@ class byte_stream {
   bool close(std::function<void()> rdma_closed = {});
 
  private:
-  std::shared_ptr<asio::ssl::context> tls_context_;  // outlives tls_ (its callbacks)
   socket_type socket_;
-  std::optional<tls_type> tls_;  // holds the socket while TLS is on
+  std::unique_ptr<tls_channel> tls_;
   std::shared_ptr<rdma::rdma_stream> rdma_;
   kind kind_ = kind::socket;
 };

@@ -107,9 +107,7 @@ expected<std::shared_ptr<asio::ssl::context>, rpc_error> make_tls_context(const 
   return ctx;
 }
 
-void expect_server_name(asio::ssl::stream<asio::generic::stream_protocol::socket>& stream,
-                        const std::string& name) {
-  SSL* ssl = stream.native_handle();
+void expect_server_name(SSL* ssl, const std::string& name) {
   X509_VERIFY_PARAM* param = ::SSL_get0_param(ssl);
   ::X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   // An IP address is matched against the certificate's IP entries; a name also goes out

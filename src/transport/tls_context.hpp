@@ -9,7 +9,6 @@
 
 #include <asio/generic/stream_protocol.hpp>
 #include <asio/ssl/context.hpp>
-#include <asio/ssl/stream.hpp>
 
 #include "corvid/expected.hpp"
 #include "corvid/runtime/tls_config.hpp"
@@ -23,8 +22,7 @@ expected<std::shared_ptr<asio::ssl::context>, rpc_error> make_tls_context(const 
                                                                           tls_role role);
 
 // Client: the name (or IP address) the server's certificate must match, and the SNI sent.
-void expect_server_name(asio::ssl::stream<asio::generic::stream_protocol::socket>& stream,
-                        const std::string& name);
+void expect_server_name(SSL* ssl, const std::string& name);
 
 // "certificate verify failed: certificate has expired", "the peer closed the connection
 // during the handshake", "wrong version number (is the peer speaking TLS?)", ...
