@@ -1,9 +1,10 @@
-#include "corvid/detail/client_connection.hpp"
+#include "client_connection.hpp"
 
 #include <asio/connect.hpp>
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 
+#include "corvid/codec/sink.hpp"
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
@@ -36,11 +37,7 @@ client_connection::client_connection(asio::io_context& reactor, const client_con
 client_connection::~client_connection() {
   // close() and connect() end parked calls via fail_all on the reactor, which holds a
   // reference; anything left here was never handed out beyond the connection.
-  while (parked_head_ != nullptr) {
-    std::unique_ptr<parked_request> p(std::exchange(parked_head_, parked_head_->next));
-    p->call->parked = nullptr;
-    p->call->release();
-  }
+  while (auto p = parked_.pop_front()) p->call->release();
 }
 
 void client_connection::reject(std::unique_lock<std::mutex>& lk, call_base* call,
@@ -276,14 +273,14 @@ void client_connection::send_cancels_before_close() {
   {
     std::lock_guard lk(mutex_);
     if (writing_) return;
-    for (const slot& s : slots_) {
-      if (s.call == nullptr || s.call->seq > written_seq_) continue;  // never sent: no cancel
+    calls_.for_each([&](const call_base* call) {
+      if (call->seq > written_seq_) return;  // never sent: no cancel
       protocol::frame_header h;
       h.type = protocol::msg_type::cancel;
-      h.request_id = s.call->id;
+      h.request_id = call->id;
       frames.resize(frames.size() + protocol::header_size);
       protocol::encode_header(h, frames.data() + frames.size() - protocol::header_size);
-    }
+    });
   }
   if (frames.empty()) return;
   // A partial send leaves a partial frame before our FIN, which the server discards.
@@ -329,20 +326,10 @@ void client_connection::fail_all(rpc_error e) {
     never_sent.swap(pinned_out_);  // their bytes leave with out_ below, unwritten
     open_ = false;
     if (closed_reason_.empty()) closed_reason_ = e.message();
-    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
-      if (slots_[i].call == nullptr) continue;
-      victims.push_back(std::exchange(slots_[i].call, nullptr));
-      if (++slots_[i].generation == 0) slots_[i].generation = 1;  // id 0 stays reserved
-      free_slots_.push_back(i);
-    }
-    deadline_head_ = deadline_tail_ = nullptr;
+    calls_.take_all([&](call_base* call) { victims.push_back(call); });
+    deadlines_.clear();  // the victims' links are reset below
     out_.clear();
-    while (parked_head_ != nullptr) {
-      std::unique_ptr<parked_request> p(std::exchange(parked_head_, parked_head_->next));
-      p->call->parked = nullptr;
-      parked.push_back(p->call);
-    }
-    parked_tail_ = nullptr;
+    while (auto p = parked_.pop_front()) parked.push_back(p->call);
   }
   unpin(never_sent);
   // A write in flight ends with an error; its pins release then.
@@ -382,6 +369,91 @@ void client_connection::fail_all(rpc_error e) {
   }
 }
 
+// ---- submitting ------------------------------------------------------------------------
+
+void client_connection::submit(call_base* call, std::uint32_t function_id,
+                               std::string_view attachment, std::chrono::milliseconds timeout,
+                               const request_encoder& encode) {
+  std::unique_lock lk(mutex_);
+  if (!open_) {
+    reject(lk, call, rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
+    return;
+  }
+  if (!parked_.empty() || !has_room_locked(attachment.size())) {  // FIFO: none overtakes
+    if (config_.when_busy == client_config::busy_policy::fail) {
+      reject(lk, call,
+             rpc_error::unsent(rpc_errc::client_busy,
+                               "client at its limit of calls in flight or queued bytes"));
+      return;
+    }
+    std::unique_ptr<parked_request> p;
+    std::size_t body = 0;
+    try {
+      p = std::make_unique<parked_request>();
+      p->frame.resize(protocol::header_size);
+      codec::string_sink sink(p->frame);
+      encode.to_string(encode.args, sink);
+      body = p->frame.size() - protocol::header_size;
+      if (body + attachment.size() <= config_.max_frame_size) {
+        if (borrows(attachment.size())) {
+          p->borrowed = attachment;
+        } else {
+          p->frame.append(attachment);
+        }
+      }
+    } catch (...) {  // bad_alloc
+      reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
+      return;
+    }
+    if (body + attachment.size() > config_.max_frame_size) {
+      reject(lk, call, too_large(body + attachment.size()));
+      return;
+    }
+    p->header.function_id = function_id;
+    p->header.body_length = static_cast<std::uint32_t>(body);
+    p->header.attachment_length = static_cast<std::uint32_t>(attachment.size());
+    park_locked(call, std::move(p), timeout);
+    const bool rearm = call->timed && deadlines_.head() == call;
+    lk.unlock();
+    after_submit(false, rearm);
+    return;
+  }
+  const std::size_t mark = out_.mark();
+  out_.extend(protocol::header_size);  // filled in below, once the lengths are known
+  try {
+    encode.to_queue(encode.args, out_);
+  } catch (...) {  // bad_alloc
+    out_.rollback(mark);
+    reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
+    return;
+  }
+  const std::size_t body = out_.mark() - mark - protocol::header_size;
+  if (body + attachment.size() > config_.max_frame_size) {
+    out_.rollback(mark);
+    reject(lk, call, too_large(body + attachment.size()));
+    return;
+  }
+  if (borrows(attachment.size())) {
+    append_borrowed_locked(call, attachment);
+  } else {
+    out_.append(attachment);
+  }
+  register_call(call, timeout);
+  protocol::frame_header h;
+  h.request_id = call->id;
+  h.function_id = function_id;
+  h.body_length = static_cast<std::uint32_t>(body);
+  h.attachment_length = static_cast<std::uint32_t>(attachment.size());
+  // The deadline travels with the request, so the server can skip work nobody awaits.
+  h.timeout_ms = wire_timeout(timeout);
+  protocol::encode_header(h, out_.at(mark));  // after encoding: the buffer may have moved
+  out_.count_frame();
+  const bool kick = schedule_flush_locked();
+  const bool rearm = call->timed && deadlines_.head() == call;
+  lk.unlock();
+  after_submit(kick, rearm);
+}
+
 // ---- pending-call table and deadlines (under mutex_) ------------------------------------
 
 void client_connection::register_call(call_base* call, std::chrono::milliseconds timeout) {
@@ -390,50 +462,18 @@ void client_connection::register_call(call_base* call, std::chrono::milliseconds
 }
 
 void client_connection::assign_slot(call_base* call) {
-  std::uint32_t index;
-  if (free_slots_.empty()) {
-    index = static_cast<std::uint32_t>(slots_.size());
-    slots_.emplace_back();
-  } else {
-    index = free_slots_.back();
-    free_slots_.pop_back();
-  }
-  slots_[index].call = call;
-  call->id = (std::uint64_t{slots_[index].generation} << 32) | index;
+  calls_.insert(call);
   call->seq = ++submit_seq_;
 }
 
 void client_connection::add_deadline(call_base* call, std::chrono::milliseconds timeout) {
   call->timed = timeout.count() > 0;
-  if (!call->timed) return;
-  call->deadline = std::chrono::steady_clock::now() + timeout;
-  // Calls mostly share one timeout, so the new deadline is usually the latest: walk from the tail.
-  call_base* after = deadline_tail_;
-  while (after != nullptr && after->deadline > call->deadline) after = after->prev;
-  call->prev = after;
-  call->next = after ? after->next : deadline_head_;
-  (call->next ? call->next->prev : deadline_tail_) = call;
-  (after ? after->next : deadline_head_) = call;
-}
-
-void client_connection::unlink_deadline(call_base* call) {
-  if (!call->timed) return;
-  (call->prev ? call->prev->next : deadline_head_) = call->next;
-  (call->next ? call->next->prev : deadline_tail_) = call->prev;
-  call->prev = call->next = nullptr;
-  call->timed = false;
+  if (call->timed) deadlines_.insert(call, std::chrono::steady_clock::now() + timeout);
 }
 
 call_base* client_connection::take_call(std::uint64_t id) {
-  const auto index = static_cast<std::uint32_t>(id);
-  if (index >= slots_.size()) return nullptr;
-  slot& s = slots_[index];
-  if (s.call == nullptr || s.generation != static_cast<std::uint32_t>(id >> 32)) return nullptr;
-  call_base* call = std::exchange(s.call, nullptr);
-  ++s.generation;                           // a late duplicate of this id no longer matches
-  if (s.generation == 0) s.generation = 1;  // id 0 is reserved for connection-level errors
-  free_slots_.push_back(index);
-  unlink_deadline(call);
+  call_base* call = calls_.take(id);  // a late duplicate of this id no longer matches
+  if (call != nullptr) deadlines_.unlink(call);
   return call;
 }
 
@@ -447,8 +487,7 @@ void client_connection::append_borrowed_locked(call_base* call, std::string_view
 }
 
 bool client_connection::has_room_locked(std::size_t bytes) const noexcept {
-  if (config_.max_pending_calls != 0 &&
-      slots_.size() - free_slots_.size() >= config_.max_pending_calls) {
+  if (config_.max_pending_calls != 0 && calls_.size() >= config_.max_pending_calls) {
     return false;
   }
   return config_.max_queued_request_bytes == 0 || out_.empty() ||
@@ -458,11 +497,9 @@ bool client_connection::has_room_locked(std::size_t bytes) const noexcept {
 void client_connection::park_locked(call_base* call, std::unique_ptr<parked_request> p,
                                     std::chrono::milliseconds timeout) {
   p->call = call;
-  call->parked = p.get();
   call->mark_parked();
   add_deadline(call, timeout);  // the wait counts against the call's deadline
-  (parked_tail_ != nullptr ? parked_tail_->next : parked_head_) = p.get();
-  parked_tail_ = p.release();
+  parked_.push_back(std::move(p));
   stats_.on_waited();
 }
 
@@ -471,12 +508,10 @@ void client_connection::admit_parked_locked(std::vector<call_base*>& admitted) {
   // with a gather write.
   constexpr std::size_t own_segment = 16 * 1024;
   const auto now = std::chrono::steady_clock::now();
-  while (parked_head_ != nullptr &&
-         has_room_locked(parked_head_->frame.size() + parked_head_->borrowed.size())) {
-    std::unique_ptr<parked_request> p(std::exchange(parked_head_, parked_head_->next));
-    if (parked_head_ == nullptr) parked_tail_ = nullptr;
+  while (!parked_.empty() &&
+         has_room_locked(parked_.front()->frame.size() + parked_.front()->borrowed.size())) {
+    std::unique_ptr<parked_request> p = parked_.pop_front();
     call_base* call = p->call;
-    call->parked = nullptr;
     assign_slot(call);
     p->header.request_id = call->id;
     p->header.timeout_ms =
@@ -495,17 +530,6 @@ void client_connection::admit_parked_locked(std::vector<call_base*>& admitted) {
     out_.count_frame();
     admitted.push_back(call);
   }
-}
-
-parked_request* client_connection::unpark_locked(call_base* call) {
-  parked_request* prev = nullptr;
-  parked_request* p = parked_head_;
-  while (p != nullptr && p->call != call) prev = std::exchange(p, p->next);
-  if (p == nullptr) return nullptr;
-  (prev != nullptr ? prev->next : parked_head_) = p->next;
-  if (parked_tail_ == p) parked_tail_ = prev;
-  call->parked = nullptr;
-  return p;
 }
 
 // ---- writing --------------------------------------------------------------------------
@@ -541,7 +565,7 @@ void client_connection::flush() {
     std::lock_guard lk(mutex_);
     flush_scheduled_ = false;
     // Replies and writes since the last flush may have made room for parked requests.
-    if (open_ && parked_head_ != nullptr) admit_parked_locked(admitted);
+    if (open_ && !parked_.empty()) admit_parked_locked(admitted);
     if (!writing_ && open_ && !out_.empty()) {
       // Conservative in the one-frame-per-write mode: everything queued counts as written.
       written_seq_ = submit_seq_;
@@ -559,7 +583,7 @@ void client_connection::flush() {
       }
       writing_ = start = true;
       // The queue just emptied: parked requests that fit now leave with the next write.
-      if (parked_head_ != nullptr) admit_parked_locked(admitted);
+      if (!parked_.empty()) admit_parked_locked(admitted);
     }
   }
   rearm_timer();  // a call queued since the last flush may carry an earlier deadline
@@ -694,10 +718,10 @@ bool client_connection::process_frames() {
 // ---- deadlines ------------------------------------------------------------------------
 
 void client_connection::rearm_timer() {
-  std::chrono::steady_clock::time_point earliest = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::time_point earliest;
   {
     std::lock_guard lk(mutex_);
-    if (deadline_head_ != nullptr) earliest = deadline_head_->deadline;
+    earliest = deadlines_.earliest();
   }
   if (earliest >= timer_armed_for_) return;
   timer_armed_for_ = earliest;
@@ -714,15 +738,14 @@ void client_connection::on_timer() {
   {
     std::lock_guard lk(mutex_);
     const auto now = std::chrono::steady_clock::now();
-    while (deadline_head_ != nullptr && deadline_head_->deadline <= now) {
-      if (call_base* c = deadline_head_; c->parked != nullptr) {
-        unlink_deadline(c);
-        delete unpark_locked(c);
+    while (call_base* c = deadlines_.pop_expired(now)) {
+      if (c->parked != nullptr) {
+        parked_.remove(c);  // freed here
         expired_parked.push_back(c);
         continue;
       }
-      const std::uint64_t id = deadline_head_->id;
-      call_base* c = take_call(id);
+      const std::uint64_t id = c->id;
+      calls_.take(id);  // c: every call in the deadline list is in the table
       c->completion_deferred = c->pinned;
       expired.emplace_back(c, c->pinned);
       // A coroutine handler may still be working on it: tell the server to stop.
@@ -766,7 +789,7 @@ void client_connection::cancel(call_base* call) {
     deferred = call->completion_deferred = call->pinned;
     if (config_.send_cancel && open_) queue_control_locked(protocol::msg_type::cancel, id);
     // The cancel frame, and parked requests the freed slot may make room for.
-    if ((config_.send_cancel || parked_head_ != nullptr) && open_) kick = schedule_flush_locked();
+    if ((config_.send_cancel || !parked_.empty()) && open_) kick = schedule_flush_locked();
   }
   call->set_error({rpc_errc::cancelled, "cancelled by the caller"});
   finish_call(call, deferred);  // drops the connection's reference

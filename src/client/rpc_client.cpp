@@ -6,6 +6,7 @@
 
 #include "../rdma/rdma_context.hpp"
 #include "../transport/tls_context.hpp"
+#include "client_connection.hpp"
 
 namespace corvid {
 namespace {
@@ -66,5 +67,26 @@ rpc_error rpc_client::init_tls(tls_config config) {
 }
 
 void rpc_client::close() { conn_->close("closed by the client"); }
+
+bool rpc_client::is_connected() const { return conn_->is_open(); }
+
+std::size_t rpc_client::pending_calls() const { return conn_->pending_calls(); }
+
+transport_stats rpc_client::stats() const noexcept { return conn_->stats(); }
+
+std::weak_ptr<detail::call_canceller> rpc_client::canceller() const noexcept { return conn_; }
+
+void rpc_client::submit(detail::call_base* call, std::uint32_t function_id,
+                        std::string_view attachment, std::chrono::milliseconds timeout,
+                        const detail::request_encoder& encode) {
+  conn_->submit(call, function_id, attachment, timeout, encode);
+}
+
+void connect_awaiter::await_suspend(std::coroutine_handle<> h) {
+  conn_->connect(host_, port_, [this, h](rpc_error e) {
+    result_ = std::move(e);
+    h.resume();
+  });
+}
 
 }  // namespace corvid

@@ -6,6 +6,8 @@
 #include "corvid/detail/reply_channel.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../runtime/timer_access.hpp"
+
 namespace corvid {
 
 std::string request_context::peer_address() const { return channel_->peer_address(); }
@@ -30,15 +32,17 @@ void cancellable_sleep::arm(std::coroutine_handle<> h) {
     asio::post(ctx_.reactor(), [h] { h.resume(); });
     return;
   }
-  timer_.emplace(ctx_.reactor(), duration_);
-  timer_->async_wait(
-      asio::bind_cancellation_slot(ctx_.cancellation_slot(), [this, h](const std::error_code& ec) {
-        // asio leaves the op's cancellation handler in the slot after completion, and it
-        // points at our timer: a later cancel() would reach a destroyed timer.
-        ctx_.cancellation_slot().clear();
-        slept_ = !ec;
-        h.resume();
-      }));
+  detail::timer_access::emplace(timer_, ctx_.reactor(), duration_)
+      .async_wait(asio::bind_cancellation_slot(ctx_.cancellation_slot(),
+                                               [this, h](const std::error_code& ec) {
+                                                 // asio leaves the op's cancellation handler in the
+                                                 // slot after completion, and it points at our
+                                                 // timer: a later cancel() would reach a destroyed
+                                                 // timer.
+                                                 ctx_.cancellation_slot().clear();
+                                                 slept_ = !ec;
+                                                 h.resume();
+                                               }));
 }
 
 }  // namespace corvid

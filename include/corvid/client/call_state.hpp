@@ -29,7 +29,7 @@ struct with_attachment<void> {
 
 namespace detail {
 
-struct parked_request;  // client_connection's: a request waiting for room
+struct parked_request;  // the client connection's: a request waiting for room
 
 class call_base : public pooled {
  public:

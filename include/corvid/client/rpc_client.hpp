@@ -18,12 +18,19 @@
 #include "corvid/client/async_reply.hpp"
 #include "corvid/client/client_config.hpp"
 #include "corvid/codec/codec.hpp"
-#include "corvid/detail/client_connection.hpp"
+#include "corvid/codec/sink.hpp"
 #include "corvid/detail/function_traits.hpp"
+#include "corvid/detail/outbound_queue.hpp"
+#include "corvid/detail/request_encoder.hpp"
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/rdma/ibv_config.hpp"
+#include "corvid/runtime/transport_stats.hpp"
 
 namespace corvid {
+
+namespace detail {
+class client_connection;  // src/client: the socket, its reactor and the pending calls
+}
 
 // Per-call options for send_request_with / call_with.
 struct call_options {
@@ -47,12 +54,7 @@ class connect_awaiter {
         port_(std::move(port)),
         result_(std::move(parse_error)) {}
   bool await_ready() const noexcept { return static_cast<bool>(result_); }
-  void await_suspend(std::coroutine_handle<> h) {
-    conn_->connect(host_, port_, [this, h](rpc_error e) {
-      result_ = std::move(e);
-      h.resume();
-    });
-  }
+  void await_suspend(std::coroutine_handle<> h);
   rpc_error await_resume() { return std::move(result_); }
 
  private:
@@ -84,12 +86,12 @@ class rpc_client {
   // mutual TLS. Files are checked now: invalid_argument names the one at fault.
   rpc_error init_tls(tls_config config);
   void close();
-  bool is_connected() const { return conn_->is_open(); }
+  bool is_connected() const;
   // Calls queued or sent on this connection that have not ended yet (what max_pending_calls
   // caps; calls still waiting for room are not among them).
-  std::size_t pending_calls() const { return conn_->pending_calls(); }
+  std::size_t pending_calls() const;
   // Frames, syscalls and bytes on this client's connection (across reconnects).
-  transport_stats stats() const noexcept { return conn_->stats(); }
+  transport_stats stats() const noexcept;
   const client_config& config() const noexcept { return config_; }
 
   template <class State>
@@ -129,7 +131,10 @@ class rpc_client {
   }
 
  private:
-  std::weak_ptr<detail::call_canceller> canceller() const noexcept { return conn_; }
+  std::weak_ptr<detail::call_canceller> canceller() const noexcept;
+  // Hands the call (one reference) and its encoded arguments to the connection.
+  void submit(detail::call_base* call, std::uint32_t function_id, std::string_view attachment,
+              std::chrono::milliseconds timeout, const detail::request_encoder& encode);
   template <class Rep, class Period>
   static std::chrono::milliseconds clamp(std::chrono::duration<Rep, Period> d) {
     // Round up, and never to 0, which would mean "no deadline".
@@ -170,11 +175,18 @@ class rpc_client {
     auto* s = new state();
     s->add_ref();  // one reference for the connection, one for the caller
     const auto timeout = options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
-    conn_->submit(s, protocol::function_id<F>(), options.attachment, timeout, [&](auto& out) {
+    auto encode = [&](auto& out) {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)), ...);
       }(std::index_sequence_for<Args...>{});
-    });
+    };
+    using encode_t = decltype(encode);
+    const detail::request_encoder encoder{
+        &encode, [](void* e, detail::outbound_queue& out) { (*static_cast<encode_t*>(e))(out); },
+        [](void* e, codec::string_sink& out) {
+          (*static_cast<encode_t*>(e))(out);
+        }};
+    submit(s, protocol::function_id<F>(), options.attachment, timeout, encoder);
     return detail::call_ref<state>(s);
   }
 

@@ -3,11 +3,8 @@
 // on the reactor it ran on, or on a default-pool reactor when it ran on another thread.
 #include <chrono>
 #include <coroutine>
-#include <optional>
 
-#include <asio/steady_timer.hpp>
-
-#include "corvid/runtime/io_pool.hpp"
+#include "corvid/detail/timer_storage.hpp"
 
 namespace corvid {
 
@@ -17,19 +14,12 @@ class sleep_awaiter {
   bool await_ready() const noexcept {
     return duration_ <= std::chrono::steady_clock::duration::zero();
   }
-  void await_suspend(std::coroutine_handle<> h) {
-    // Off a reactor (e.g. a call whose reply arrived before its caller suspended leaves the
-    // caller on its own thread), the timer runs on the default pool, where it resumes.
-    asio::io_context* ctx = current_reactor();
-    if (ctx == nullptr) ctx = &io_pool::default_pool().next();
-    timer_.emplace(*ctx, duration_);
-    timer_->async_wait([h](const std::error_code&) { h.resume(); });
-  }
+  void await_suspend(std::coroutine_handle<> h);
   void await_resume() const noexcept {}
 
  private:
   std::chrono::steady_clock::duration duration_;
-  std::optional<asio::steady_timer> timer_;
+  detail::timer_storage timer_;
 };
 
 inline sleep_awaiter sleep_for(std::chrono::steady_clock::duration d) { return sleep_awaiter(d); }

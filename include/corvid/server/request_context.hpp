@@ -13,7 +13,8 @@
 
 #include <asio/cancellation_signal.hpp>
 #include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
+
+#include "corvid/detail/timer_storage.hpp"
 
 namespace corvid {
 
@@ -38,7 +39,7 @@ class cancellable_sleep {
   void arm(std::coroutine_handle<> h);  // on the connection's reactor
   request_context& ctx_;
   std::chrono::steady_clock::duration duration_;
-  std::optional<asio::steady_timer> timer_;
+  detail::timer_storage timer_;
   bool slept_ = false;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // The client's side of one socket. The socket, read buffer and timer belong to one reactor;
 // callers on any thread queue requests under `mutex_`, held for the few instructions that
-// encode a frame into the shared outbound queue and register the call.
+// encode a frame into the shared outbound queue and register the call. Internal: rpc_client's
+// header names it only by a forward declaration, so user code never sees asio's sockets.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -17,11 +18,15 @@
 
 #include "corvid/client/call_state.hpp"
 #include "corvid/client/client_config.hpp"
-#include "corvid/codec/sink.hpp"
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
+#include "corvid/detail/request_encoder.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/runtime/transport_stats.hpp"
+
+#include "call_table.hpp"
+#include "deadline_list.hpp"
+#include "parked_queue.hpp"
 
 namespace corvid::rdma {
 class rdma_context;
@@ -32,16 +37,6 @@ class context;
 }
 
 namespace corvid::detail {
-
-// A request the connection had no room for (client_config caps, when_busy == wait): encoded
-// apart, header filled in (with its request id) when it is admitted to the send queue.
-struct parked_request {
-  call_base* call = nullptr;
-  protocol::frame_header header;
-  std::string frame;          // header room, body and a copied attachment
-  std::string_view borrowed;  // or the caller's attachment (zero copy)
-  parked_request* next = nullptr;
-};
 
 class byte_stream;
 
@@ -70,7 +65,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Calls sent or queued and not yet ended.
   std::size_t pending_calls() const {
     std::lock_guard lk(mutex_);
-    return slots_.size() - free_slots_.size();
+    return calls_.size();
   }
   // Fails every pending call with connection_closed and closes the socket. Any thread.
   void close(std::string reason);
@@ -79,91 +74,11 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // call_canceller: ends the call with `cancelled` and sends the server a cancel frame.
   void cancel(call_base* call) override;
 
-  // Queues one request; `encode_body(sink)` appends the encoded arguments. Any thread.
-  // Takes over one reference to `call`; the call completes with a reply or an error. At a
-  // cap (client_config) the request is encoded into a parked_request of its own and waits.
-  template <class Encode>
+  // Queues one request; `encode` appends the encoded arguments. Any thread. Takes over one
+  // reference to `call`; the call completes with a reply or an error. At a cap (client_config)
+  // the request is encoded into a parked_request of its own and waits.
   void submit(call_base* call, std::uint32_t function_id, std::string_view attachment,
-              std::chrono::milliseconds timeout, Encode&& encode_body) {
-    std::unique_lock lk(mutex_);
-    if (!open_) {
-      reject(lk, call, rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
-      return;
-    }
-    if (parked_head_ != nullptr || !has_room_locked(attachment.size())) {  // FIFO: none overtakes
-      if (config_.when_busy == client_config::busy_policy::fail) {
-        reject(lk, call,
-               rpc_error::unsent(rpc_errc::client_busy,
-                                 "client at its limit of calls in flight or queued bytes"));
-        return;
-      }
-      std::unique_ptr<parked_request> p;
-      std::size_t body = 0;
-      try {
-        p = std::make_unique<parked_request>();
-        p->frame.resize(protocol::header_size);
-        codec::string_sink sink(p->frame);
-        encode_body(sink);
-        body = p->frame.size() - protocol::header_size;
-        if (body + attachment.size() <= config_.max_frame_size) {
-          if (borrows(attachment.size())) {
-            p->borrowed = attachment;
-          } else {
-            p->frame.append(attachment);
-          }
-        }
-      } catch (...) {  // bad_alloc
-        reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
-        return;
-      }
-      if (body + attachment.size() > config_.max_frame_size) {
-        reject(lk, call, too_large(body + attachment.size()));
-        return;
-      }
-      p->header.function_id = function_id;
-      p->header.body_length = static_cast<std::uint32_t>(body);
-      p->header.attachment_length = static_cast<std::uint32_t>(attachment.size());
-      park_locked(call, std::move(p), timeout);
-      const bool rearm = call->timed && deadline_head_ == call;
-      lk.unlock();
-      after_submit(false, rearm);
-      return;
-    }
-    const std::size_t mark = out_.mark();
-    out_.extend(protocol::header_size);  // filled in below, once the lengths are known
-    try {
-      encode_body(out_);
-    } catch (...) {  // bad_alloc
-      out_.rollback(mark);
-      reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
-      return;
-    }
-    const std::size_t body = out_.mark() - mark - protocol::header_size;
-    if (body + attachment.size() > config_.max_frame_size) {
-      out_.rollback(mark);
-      reject(lk, call, too_large(body + attachment.size()));
-      return;
-    }
-    if (borrows(attachment.size())) {
-      append_borrowed_locked(call, attachment);
-    } else {
-      out_.append(attachment);
-    }
-    register_call(call, timeout);
-    protocol::frame_header h;
-    h.request_id = call->id;
-    h.function_id = function_id;
-    h.body_length = static_cast<std::uint32_t>(body);
-    h.attachment_length = static_cast<std::uint32_t>(attachment.size());
-    // The deadline travels with the request, so the server can skip work nobody awaits.
-    h.timeout_ms = wire_timeout(timeout);
-    protocol::encode_header(h, out_.at(mark));  // after encoding: the buffer may have moved
-    out_.count_frame();
-    const bool kick = schedule_flush_locked();
-    const bool rearm = call->timed && deadline_head_ == call;
-    lk.unlock();
-    after_submit(kick, rearm);
-  }
+              std::chrono::milliseconds timeout, const request_encoder& encode);
 
  private:
   // Unlocks `lk` and ends `call` with `e` (dropping the connection's reference).
@@ -184,12 +99,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Moves parked requests that now fit into out_, first come first served; their callers
   // go to `admitted`, to be resumed (call_base::admit) once the lock is released.
   void admit_parked_locked(std::vector<call_base*>& admitted);
-  parked_request* unpark_locked(call_base* call);
   void register_call(call_base* call, std::chrono::milliseconds timeout);  // under mutex_
   void assign_slot(call_base* call);                                       // under mutex_
   void add_deadline(call_base* call, std::chrono::milliseconds timeout);   // under mutex_
   call_base* take_call(std::uint64_t id);                                  // under mutex_
-  void unlink_deadline(call_base* call);                                   // under mutex_
   bool schedule_flush_locked();
   void send_cancels_before_close();  // reactor thread, from close()
   // Appends a cancel/ping/pong frame to out_ (not counted as an RPC frame).
@@ -265,18 +178,11 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   outbound_queue out_;
   std::vector<call_base*> pinned_out_;      // calls with borrowed bytes in out_
   std::vector<call_base*> pinned_sending_;  // ... in sending_ (swapped with out_ under mutex_)
-  struct slot {
-    call_base* call = nullptr;
-    std::uint32_t generation = 1;
-  };
-  std::vector<slot> slots_;  // request id = generation << 32 | slot index
-  std::vector<std::uint32_t> free_slots_;
-  std::uint64_t submit_seq_ = 0;        // seq of the last call registered
-  std::uint64_t written_seq_ = 0;       // calls up to this seq were handed to a write
-  call_base* deadline_head_ = nullptr;  // sorted by deadline, earliest first
-  call_base* deadline_tail_ = nullptr;
-  parked_request* parked_head_ = nullptr;  // waiting for room, oldest first
-  parked_request* parked_tail_ = nullptr;
+  call_table calls_;                        // sent or queued, by request id
+  std::uint64_t submit_seq_ = 0;            // seq of the last call registered
+  std::uint64_t written_seq_ = 0;           // calls up to this seq were handed to a write
+  deadline_list deadlines_;                 // timed calls, queued or parked
+  parked_queue parked_;                     // waiting for room, oldest first
 };
 
 }  // namespace corvid::detail

@@ -1,0 +1,19 @@
+#pragma once
+// How rpc_client hands a call's arguments to its connection, which is compiled once, not per
+// call signature: the caller's encoding lambda behind a pointer, with one entry point for each
+// place the connection encodes into (its send queue, or a parked request's own buffer).
+namespace corvid::codec {
+class string_sink;
+}
+
+namespace corvid::detail {
+
+class outbound_queue;
+
+struct request_encoder {
+  void* args;  // the caller's state, alive for the duration of the submit
+  void (*to_queue)(void* args, outbound_queue& out);
+  void (*to_string)(void* args, codec::string_sink& out);
+};
+
+}  // namespace corvid::detail

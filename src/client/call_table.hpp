@@ -1,0 +1,86 @@
+#pragma once
+// The client's pending calls, found by request id. A call's id is its slot's generation in the
+// high 32 bits and the slot's index in the low 32: looking an id up is an index, and a late or
+// duplicate reply to an ended call finds its slot under a newer generation and matches nothing.
+// Generations skip 0, so id 0 (the server's connection-level errors) never names a call.
+// Not thread-safe: the caller holds the connection mutex.
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "corvid/client/call_state.hpp"
+
+namespace corvid::detail {
+
+class call_table {
+ public:
+  // The generation after `g`, skipping 0.
+  static constexpr std::uint32_t next_generation(std::uint32_t g) noexcept {
+    return g == UINT32_MAX ? 1 : g + 1;
+  }
+
+  // Files `call` under a free slot (the most recently freed first) and sets call->id.
+  void insert(call_base* call) {
+    std::uint32_t index;
+    if (free_.empty()) {
+      index = static_cast<std::uint32_t>(slots_.size());
+      slots_.emplace_back();
+    } else {
+      index = free_.back();
+      free_.pop_back();
+    }
+    slots_[index].call = call;
+    call->id = (std::uint64_t{slots_[index].generation} << 32) | index;
+  }
+
+  // Removes and returns the call filed under `id`; null if none is (an unknown, stale or
+  // duplicate id). Frees the slot, under the next generation.
+  call_base* take(std::uint64_t id) {
+    const auto index = static_cast<std::uint32_t>(id);
+    if (index >= slots_.size()) return nullptr;
+    slot& s = slots_[index];
+    if (s.call == nullptr || s.generation != static_cast<std::uint32_t>(id >> 32)) return nullptr;
+    call_base* call = std::exchange(s.call, nullptr);
+    release(index);
+    return call;
+  }
+
+  // Calls filed and not taken.
+  std::size_t size() const noexcept { return slots_.size() - free_.size(); }
+
+  // f(call) for every filed call, in slot order.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const slot& s : slots_) {
+      if (s.call != nullptr) f(s.call);
+    }
+  }
+
+  // Takes every filed call, in slot order, handing each to f(call).
+  template <class F>
+  void take_all(F&& f) {
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].call == nullptr) continue;
+      call_base* call = std::exchange(slots_[i].call, nullptr);
+      release(i);
+      f(call);
+    }
+  }
+
+ private:
+  struct slot {
+    call_base* call = nullptr;
+    std::uint32_t generation = 1;
+  };
+
+  void release(std::uint32_t index) {
+    slots_[index].generation = next_generation(slots_[index].generation);
+    free_.push_back(index);
+  }
+
+  std::vector<slot> slots_;
+  std::vector<std::uint32_t> free_;
+};
+
+}  // namespace corvid::detail
