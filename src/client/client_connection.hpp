@@ -22,8 +22,8 @@
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/detail/request_encoder.hpp"
 #include "corvid/protocol/frame_header.hpp"
-#include "corvid/runtime/transport_stats.hpp"
 
+#include "../transport/stats_counters.hpp"
 #include "call_table.hpp"
 #include "deadline_list.hpp"
 #include "parked_queue.hpp"

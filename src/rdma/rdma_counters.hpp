@@ -1,6 +1,6 @@
 #pragma once
 // An RDMA stream counts into its connection's transport counters (transport_stats::rdma_*).
-#include "corvid/runtime/transport_stats.hpp"
+#include "../transport/stats_counters.hpp"
 
 namespace corvid::rdma {
 using rdma_counters = detail::stats_counters;

@@ -16,10 +16,10 @@
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/runtime/io_pool.hpp"
 #include "corvid/runtime/tls_config.hpp"
-#include "corvid/runtime/transport_stats.hpp"
 #include "corvid/server/server_config.hpp"
 
 #include "../memory/server_memory.hpp"
+#include "../transport/stats_counters.hpp"
 
 namespace corvid::rdma {
 class rdma_context;

@@ -26,9 +26,9 @@
 #include <asio/write.hpp>
 
 #include "corvid/detail/buffer_range.hpp"
-#include "corvid/runtime/transport_stats.hpp"
 
 #include "../rdma/rdma_stream.hpp"
+#include "counting_transfer_all.hpp"
 #include "tls_channel.hpp"
 
 namespace corvid::detail {
@@ -92,17 +92,14 @@ class byte_stream {
   template <class Handler>
   void async_write(const std::vector<asio::const_buffer>& buffers, std::uint64_t* writes,
                    time_point* progress, time_point* moved, Handler&& done) {
-    const counting_transfer_all count{writes, progress, moved};
-    switch (kind_) {
-      case kind::socket:
-        asio::async_write(socket_, buffer_range(buffers), count, std::forward<Handler>(done));
-        return;
-      case kind::tls:
-        tls_->async_write(buffers, writes, progress, moved, std::forward<Handler>(done));
-        return;
-      case kind::rdma:
-        rdma_->async_write(buffers, writes, std::forward<Handler>(done));
-        return;
+    if (kind_ == kind::socket) [[likely]] {
+      asio::async_write(socket_, buffer_range(buffers),
+                        counting_transfer_all{writes, progress, moved},
+                        std::forward<Handler>(done));
+    } else if (kind_ == kind::tls) {
+      tls_->async_write(buffers, writes, progress, moved, std::forward<Handler>(done));
+    } else {
+      rdma_->async_write(buffers, writes, std::forward<Handler>(done));
     }
   }
   // Blocks until all of `buffers` is written (a socket; false on TLS and RDMA, which write

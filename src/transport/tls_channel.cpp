@@ -8,8 +8,7 @@
 #include <asio/ssl/error.hpp>
 #include <asio/write.hpp>
 
-#include "corvid/runtime/transport_stats.hpp"
-
+#include "counting_transfer_all.hpp"
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
