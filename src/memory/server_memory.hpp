@@ -137,6 +137,8 @@ class connection_memory {
   // A TLS connection's fixed cost (its session and record buffers), reserved before the
   // session is created; false = no room. Held until the connection goes.
   bool reserve_tls(std::size_t bytes, const std::string& name);
+  // Where its buffers' growth is reserved (after reserve_tls).
+  memory_tracker* tls_tracker() noexcept { return tls_ ? &*tls_ : nullptr; }
   // Queued replies. Before encoding a reply of `bytes`, with `queued` bytes already queued:
   // reserves it (from a credit, like calls). False = refused: the connection's queue is at
   // max_queued_reply_bytes, or the server has no memory for it.

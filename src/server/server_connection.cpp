@@ -101,6 +101,7 @@ void server_connection::handshake(std::shared_ptr<const server_tls> tls) {
     return;
   }
   stream_.start_tls(tls->context, true);
+  stream_.tls().set_budget(mem_.tls_tracker());
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
   auto deadline = std::make_shared<asio::steady_timer>(reactor_);
   deadline->expires_after(tls->config.handshake_timeout);

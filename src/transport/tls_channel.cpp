@@ -57,7 +57,7 @@ BIO_METHOD* tls_channel::bio_method() {
 }
 
 tls_channel::tls_channel(socket_type& socket, std::shared_ptr<asio::ssl::context> ctx, bool server)
-    : socket_(socket), ctx_(std::move(ctx)), in_(new char[read_room]) {
+    : socket_(socket), ctx_(std::move(ctx)), in_(new char[min_buffer]) {
   ssl_ = ::SSL_new(ctx_->native_handle());
   if (ssl_ == nullptr) throw std::bad_alloc();
   BIO* bio = ::BIO_new(bio_method());
@@ -118,7 +118,7 @@ void tls_channel::handshake_step() {
       std::exchange(handshake_done_, {})(ec);
       return;
     }
-    socket_.async_read_some(asio::buffer(in_.get() + in_end_, read_room - in_end_),
+    socket_.async_read_some(asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
                             [this](const std::error_code& e, std::size_t n) {
                               if (e) {
                                 std::exchange(handshake_done_, {})(e);
@@ -181,7 +181,7 @@ bool tls_channel::try_read(std::error_code& ec, std::size_t& n) {
 
 std::size_t tls_channel::receive_now(std::error_code& ec) {
   compact_input();
-  const std::size_t room = read_room - in_end_;
+  const std::size_t room = in_room_ - in_end_;
   const ssize_t got = ::recv(socket_.native_handle(), in_.get() + in_end_, room, MSG_DONTWAIT);
   if (got <= 0) {
     last_recv_full_ = false;
@@ -192,6 +192,7 @@ std::size_t tls_channel::receive_now(std::error_code& ec) {
   }
   in_end_ += static_cast<std::size_t>(got);
   last_recv_full_ = static_cast<std::size_t>(got) == room;
+  if (last_recv_full_) grow_input();
   return static_cast<std::size_t>(got);
 }
 
@@ -205,14 +206,15 @@ void tls_channel::compact_input() {
 
 void tls_channel::read_socket() {
   compact_input();
-  socket_.async_read_some(asio::buffer(in_.get() + in_end_, read_room - in_end_),
+  socket_.async_read_some(asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
                           [this](const std::error_code& ec, std::size_t got) {
                             if (ec) {
                               read_done_(ec, 0);
                               return;
                             }
-                            last_recv_full_ = got == read_room - in_end_;
+                            last_recv_full_ = got == in_room_ - in_end_;
                             in_end_ += got;
+                            if (last_recv_full_) grow_input();
                             std::error_code e;
                             std::size_t n = 0;
                             if (try_read(e, n)) {
@@ -221,6 +223,26 @@ void tls_channel::read_socket() {
                               read_socket();  // not a whole record yet
                             }
                           });
+}
+
+bool tls_channel::reserve(std::size_t bytes) noexcept {
+  return budget_ == nullptr || budget_->try_reserve(bytes);
+}
+
+void tls_channel::grow_input() {
+  if (in_room_ >= max_buffer || !reserve(in_room_)) return;
+  std::unique_ptr<char[]> bigger(new char[2 * in_room_]);
+  std::memcpy(bigger.get(), in_.get() + in_begin_, in_end_ - in_begin_);
+  in_end_ -= in_begin_;
+  in_begin_ = 0;
+  in_ = std::move(bigger);
+  in_room_ *= 2;
+}
+
+void tls_channel::grow_chunk() {
+  // out_ and sending_ may each come to hold a chunk (and its records' overhead).
+  if (chunk_ >= max_buffer || !reserve(2 * chunk_)) return;
+  chunk_ *= 2;
 }
 
 // ---- writing ------------------------------------------------------------------------------
@@ -245,9 +267,9 @@ void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers, st
 void tls_channel::pump_write() {
   // Records of up to 16 KiB each, from the queued buffers, until a chunk is gathered.
   const auto& buffers = *write_buffers_;
-  while (write_index_ < buffers.size() && out_.size() < write_chunk) {
+  while (write_index_ < buffers.size() && out_.size() < chunk_) {
     const auto& b = buffers[write_index_];
-    const std::size_t take = std::min(b.size() - write_offset_, write_chunk - out_.size());
+    const std::size_t take = std::min(b.size() - write_offset_, chunk_ - out_.size());
     std::size_t written = 0;
     ::ERR_clear_error();
     if (take != 0 && ::SSL_write_ex(ssl_, static_cast<const char*>(b.data()) + write_offset_, take,
@@ -266,6 +288,7 @@ void tls_channel::pump_write() {
     write_done_({}, write_total_);
     return;
   }
+  if (write_index_ < buffers.size()) grow_chunk();  // a batch bigger than a chunk
   write_socket([this](const std::error_code& ec) {
     if (ec) {
       write_error_ = ec;

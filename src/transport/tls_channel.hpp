@@ -1,18 +1,20 @@
 #pragma once
-// TLS on a connected socket, with OpenSSL driven directly through two BIOs of our own, so
-// that coalescing survives encryption: a write encrypts the whole gathered batch (up to
-// write_chunk of plaintext) into records of up to 16 KiB, one after the other in one buffer,
-// and hands that buffer to the kernel in one write. (asio::ssl::stream writes each record
-// with a syscall of its own: 8x fewer RPCs per write at 256 small calls in flight.)
+// TLS on a connected socket, with OpenSSL driven directly through a BIO of our own, so that
+// coalescing survives encryption: a write encrypts the whole gathered batch (up to one chunk
+// of plaintext) into records of up to 16 KiB, one after the other in one buffer, and hands
+// that buffer to the kernel in one write. (asio::ssl::stream writes each record with a
+// syscall of its own: 8x fewer RPCs per write at 256 small calls in flight.)
 //
-// Reads take up to read_room of ciphertext per recv and decrypt straight into the caller's
+// Reads take up to one buffer of ciphertext per recv and decrypt straight into the caller's
 // buffer. One read and one write may be in flight at once, as on a socket; everything runs
-// on the socket's reactor thread. Records OpenSSL produces while reading (a TLS 1.3 key
-// update answer) leave with the next write, or on their own when none is in flight.
+// on the socket's reactor thread. Records OpenSSL produces on its own after the handshake
+// (a TLS 1.3 key update answer) leave with the next write.
 //
-// Memory: the ciphertext buffers are bounded (read_room in, two write buffers of one chunk
-// each out), which with OpenSSL's own session and record buffers makes memory_bytes, what a
-// server charges per TLS connection before creating one.
+// Memory: the receive buffer and the write chunk start at min_buffer and double while they
+// are filled, up to max_buffer (big payloads need big writes: 16 KiB records one syscall
+// each run at a third of the plaintext speed). memory_bytes is what a connection holds at
+// first with OpenSSL's own session and record buffers; each growth is reserved first on the
+// budget (set_budget: the server's tls_sessions tracker) and skipped when it is refused.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -24,6 +26,8 @@
 #include <asio/generic/stream_protocol.hpp>
 #include <asio/ssl/context.hpp>
 
+#include "corvid/memory/memory_tracker.hpp"
+
 #include "../rdma/io_handler.hpp"
 #include <openssl/ssl.h>
 
@@ -33,9 +37,9 @@ class tls_channel {
  public:
   using socket_type = asio::generic::stream_protocol::socket;
   using time_point = std::chrono::steady_clock::time_point;
-  static constexpr std::size_t read_room = 32 * 1024;
-  static constexpr std::size_t write_chunk = 48 * 1024;
-  static constexpr std::size_t memory_bytes = 192 * 1024;
+  static constexpr std::size_t min_buffer = 16 * 1024;
+  static constexpr std::size_t max_buffer = 256 * 1024;
+  static constexpr std::size_t memory_bytes = 96 * 1024;
 
   // `socket` (connected, not yet used) must outlive the channel.
   tls_channel(socket_type& socket, std::shared_ptr<asio::ssl::context> ctx, bool server);
@@ -44,6 +48,8 @@ class tls_channel {
   tls_channel& operator=(const tls_channel&) = delete;
 
   SSL* native_handle() const noexcept { return ssl_; }
+  // Buffer growth is reserved on `budget` (which must outlive the channel's operations).
+  void set_budget(memory_tracker* budget) noexcept { budget_ = budget; }
   void async_handshake(std::function<void(const std::error_code&)> done);
   void async_read_some(char* data, std::size_t size, rdma::io_handler done);
   // Writes all of `buffers` (which must stay unchanged until `done`). `writes` counts the
@@ -66,6 +72,10 @@ class tls_channel {
   // A non-blocking recv into in_ (0: nothing there now).
   std::size_t receive_now(std::error_code& ec);
   void compact_input();
+  // Doubles the receive buffer / the write chunk, if the budget allows.
+  void grow_input();
+  void grow_chunk();
+  bool reserve(std::size_t bytes) noexcept;
   // Encrypts the next chunk of the pending write into out_; then writes out_ if no socket
   // write is in flight, and completes the pending write once all of it is written.
   void pump_write();
@@ -75,7 +85,10 @@ class tls_channel {
   std::shared_ptr<asio::ssl::context> ctx_;
   SSL* ssl_ = nullptr;
 
-  std::unique_ptr<char[]> in_;  // ciphertext received; [in_begin_, in_end_) not yet decrypted
+  memory_tracker* budget_ = nullptr;
+  std::size_t in_room_ = min_buffer;
+  std::size_t chunk_ = min_buffer;  // plaintext encrypted per socket write
+  std::unique_ptr<char[]> in_;      // ciphertext received; [in_begin_, in_end_) not yet decrypted
   std::size_t in_begin_ = 0;
   std::size_t in_end_ = 0;
   bool last_recv_full_ = false;  // the last recv filled in_: the kernel may hold more
