@@ -60,8 +60,9 @@ void encode_value(Sink& out, const T& v) {
   constexpr kind k = kind_v<T>;
   if constexpr (k == kind::boolean) {
     *append_space(out, 1) = static_cast<bool>(v) ? 1 : 0;
-  } else if constexpr (is_bulk_v<T>) {
-    // scalars, and arrays/aggregates of them without padding: memory bytes == wire bytes
+  } else if constexpr (is_bulk_v<T> || k == kind::scalar) {
+    // scalars (closed enums too: checked on decode only), and arrays/frozen aggregates of bulk
+    // types without padding: memory bytes == wire bytes
     std::memcpy(append_space(out, sizeof(T)), &v, sizeof(T));
   } else if constexpr (k == kind::string || k == kind::string_view || k == kind::byte_span) {
     encode_bulk(out, v.data(), v.size());
@@ -95,6 +96,17 @@ void encode_value(Sink& out, const T& v) {
                                         [&](auto i) { encode_value(out, std::get<i>(v)); });
   } else if constexpr (k == kind::empty) {
     // std::monostate: nothing on the wire
+  } else if constexpr (is_evolvable_v<T>) {
+    // The byte length first, so a reader can skip fields it does not know. Sizing the fields
+    // is free when their size is fixed, and one pass over the lengths of the others.
+    const std::uint32_t body = length_prefix(fields_size(v));
+    if constexpr (bulk_body_v<T>) {
+      std::memcpy(write_varint(append_space(out, varint_size(body) + sizeof(T)), body), &v,
+                  sizeof(T));
+    } else {
+      encode_varint(out, body);
+      for_each_member(v, [&](const auto& e) { encode_value(out, e); });
+    }
   } else if constexpr (k == kind::tuple || k == kind::aggregate) {
     for_each_member(v, [&](const auto& e) { encode_value(out, e); });
   } else {
