@@ -171,8 +171,8 @@ def frame_header_seeds(v):
     seeds["limit_boundary"] = v["echo_request"][:32] + u32(6)  # bytes 32..35: one more limit
     seeds["lengths_wrap"] = v["echo_request"][:20] + b"\xff" * 8 + b"\x00" * 4
     seeds["bad_magic_http"] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\r\n\r\n"
-    seeds["bad_version"] = b"CV\x02" + v["echo_request"][3:32]
-    seeds["bad_type"] = b"CV\x01\x03" + v["echo_request"][4:32]
+    seeds["bad_version"] = b"CV\x01" + v["echo_request"][3:32]
+    seeds["bad_type"] = b"CV\x02\x03" + v["echo_request"][4:32]
     seeds["reserved_set"] = v["echo_request"][:6] + b"\xff\xff" + v["echo_request"][8:28] + b"\xff" * 4
     return seeds
 

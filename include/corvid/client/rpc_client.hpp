@@ -21,6 +21,7 @@
 #include "corvid/detail/client_connection.hpp"
 #include "corvid/detail/function_traits.hpp"
 #include "corvid/protocol/function_id.hpp"
+#include "corvid/protocol/signature.hpp"
 #include "corvid/rdma/ibv_config.hpp"
 
 namespace corvid {
@@ -165,11 +166,13 @@ class rpc_client {
     auto* s = new state();
     s->add_ref();  // one reference for the connection, one for the caller
     const auto timeout = options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
-    conn_->submit(s, protocol::function_id<F>(), options.attachment, timeout, [&](auto& out) {
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)), ...);
-      }(std::index_sequence_for<Args...>{});
-    });
+    conn_->submit(s, protocol::function_id<F>(), protocol::signature_v<F>, options.attachment,
+                  timeout, [&](auto& out) {
+                    [&]<std::size_t... I>(std::index_sequence<I...>) {
+                      (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)),
+                       ...);
+                    }(std::index_sequence_for<Args...>{});
+                  });
     return detail::call_ref<state>(s);
   }
 

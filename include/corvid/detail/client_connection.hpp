@@ -71,8 +71,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Takes over one reference to `call`; the call completes with a reply or an error. At a
   // cap (client_config) the request is encoded into a parked_request of its own and waits.
   template <class Encode>
-  void submit(call_base* call, std::uint32_t function_id, std::string_view attachment,
-              std::chrono::milliseconds timeout, Encode&& encode_body) {
+  void submit(call_base* call, std::uint32_t function_id, std::uint16_t signature,
+              std::string_view attachment, std::chrono::milliseconds timeout,
+              Encode&& encode_body) {
     std::unique_lock lk(mutex_);
     if (!open_) {
       reject(lk, call, rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
@@ -109,6 +110,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
         return;
       }
       p->header.function_id = function_id;
+      p->header.signature = signature;
       p->header.body_length = static_cast<std::uint32_t>(body);
       p->header.attachment_length = static_cast<std::uint32_t>(attachment.size());
       park_locked(call, std::move(p), timeout);
@@ -141,6 +143,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
     protocol::frame_header h;
     h.request_id = call->id;
     h.function_id = function_id;
+    h.signature = signature;
     h.body_length = static_cast<std::uint32_t>(body);
     h.attachment_length = static_cast<std::uint32_t>(attachment.size());
     // The deadline travels with the request, so the server can skip work nobody awaits.
