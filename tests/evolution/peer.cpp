@@ -2,6 +2,7 @@
 //   schema_peer serve                       listens on an ephemeral port until SIGTERM
 //   schema_peer call <host:port> <version>  calls a server of that version and checks what
 //                                           this version must see; exits 0 when it all holds
+//   schema_peer describe                    prints this version's describe_schema
 // tests/evolution/CMakeLists.txt builds it once per version and runs every pairing.
 #include <csignal>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include <corvid/corvid.hpp>
+#include <corvid/schema/describe_schema.hpp>
 
 #include "inventory.hpp"
 
@@ -134,7 +136,11 @@ corvid::task<int> call(std::string endpoint, int server_version) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "serve") return serve();
+  if (mode == "describe") {
+    std::fputs(corvid::describe_schema<inventory::find, inventory::price>().c_str(), stdout);
+    return 0;
+  }
   if (mode == "call" && argc == 4) return corvid::sync_wait(call(argv[2], std::atoi(argv[3])));
-  std::fprintf(stderr, "usage: schema_peer serve | schema_peer call <host:port> <version>\n");
+  std::fprintf(stderr, "usage: schema_peer serve | call <host:port> <version> | describe\n");
   return 2;
 }

@@ -2,6 +2,7 @@
 // encode(): appends the wire form of a value to a sink. Each leaf asks the sink for its bytes
 // once (a string is one extend for varint + bytes, a vector of bulk elements one memcpy), with
 // no virtual calls and no temporary buffers.
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -32,6 +33,17 @@ char* append_space(Sink& out, std::size_t n) {
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
+
+// Writes into room already taken from a sink, whose size is exact: an evolvable struct takes
+// its length and all its fields in one extend, and its fields then only bump this pointer.
+struct reserved_sink {
+  char* pos;
+  char* extend(std::size_t n) noexcept {
+    char* p = pos;
+    pos += n;
+    return p;
+  }
+};
 
 template <class Sink>
 void encode_varint(Sink& out, std::uint32_t n) {
@@ -98,14 +110,17 @@ void encode_value(Sink& out, const T& v) {
     // std::monostate: nothing on the wire
   } else if constexpr (is_evolvable_v<T>) {
     // The byte length first, so a reader can skip fields it does not know. Sizing the fields
-    // is free when their size is fixed, and one pass over the lengths of the others.
+    // is free when their size is fixed, and one pass over the lengths of the others; knowing
+    // it, the sink is asked for room once, for the length and every field together.
     const std::uint32_t body = length_prefix(fields_size(v));
+    char* p = write_varint(append_space(out, varint_size(body) + body), body);
     if constexpr (bulk_body_v<T>) {
-      std::memcpy(write_varint(append_space(out, varint_size(body) + sizeof(T)), body), &v,
-                  sizeof(T));
+      std::memcpy(p, &v, sizeof(T));
     } else {
-      encode_varint(out, body);
-      for_each_member(v, [&](const auto& e) { encode_value(out, e); });
+      reserved_sink fields{p};
+      for_each_member(v, [&](const auto& e) { encode_value(fields, e); });
+      // encoded_size is exact (tests and the codec fuzzer check it), so this holds.
+      assert(fields.pos == p + body);
     }
   } else if constexpr (k == kind::tuple || k == kind::aggregate) {
     for_each_member(v, [&](const auto& e) { encode_value(out, e); });

@@ -64,20 +64,23 @@ struct fingerprint_hasher {
   }
 };
 
-template <class T>
-constexpr void add_type(fingerprint_hasher& h) noexcept;
+// Writes T's canonical form to h (anything with add(string_view) and add_number(size_t): the
+// hasher, or a string for corvid::describe_schema).
+template <class T, class Out>
+constexpr void add_type(Out& h);
 
-template <class... Ts>
-constexpr void add_list(fingerprint_hasher& h, std::string_view separator) noexcept {
+template <class... Ts, class Out>
+constexpr void add_list(Out& h, std::string_view separator) {
   bool first = true;
   ((h.add(first ? std::string_view() : separator), first = false,
     add_type<std::remove_cvref_t<Ts>>(h)),
    ...);
   static_cast<void>(first);
+  static_cast<void>(separator);  // unused for an empty list
 }
 
-template <class T>
-constexpr void add_type(fingerprint_hasher& h) noexcept {
+template <class T, class Out>
+constexpr void add_type(Out& h) {
   using codec::detail::kind;
   constexpr kind k = codec::detail::kind_v<T>;
   if constexpr (std::is_void_v<T>) {
