@@ -190,6 +190,46 @@ TEST(Evolution, BulkBodies) {
   EXPECT_EQ(out, (sample_v2{1, 2}));
 }
 
+// Fixed-size evolvable structs nested in every kind of holder: the holder's fixed size counts
+// each nested struct's length byte and fields (its minimum, 1 byte, is not its size).
+struct inner_fixed {
+  std::uint16_t a;
+  std::uint8_t b;
+  bool operator==(const inner_fixed&) const = default;
+};
+struct outer_fixed {
+  inner_fixed first;
+  std::uint32_t n;
+  inner_fixed second;
+  bool operator==(const outer_fixed&) const = default;
+};
+struct frozen_outer {
+  using codec_layout = frozen;
+  inner_fixed first;
+  std::uint8_t n;
+  bool operator==(const frozen_outer&) const = default;
+};
+
+template <class T>
+void expect_sized(const T& value, std::size_t bytes) {
+  EXPECT_EQ(detail::fixed_encoded_size_v<T>, bytes);
+  EXPECT_EQ(encoded_size(value), bytes);
+  EXPECT_EQ(to_bytes(value).size(), bytes);
+  EXPECT_EQ(test::round_trip(value), value);
+}
+
+TEST(Evolution, NestedFixedStructsAreSizedWhole) {
+  const inner_fixed i{1, 2};
+  expect_sized(i, 4);                                 // 03 + 3 bytes of fields
+  expect_sized(outer_fixed{i, 5, i}, 1 + 4 + 4 + 4);  // length, first, n, second
+  expect_sized(frozen_outer{i, 6}, 4 + 1);
+  expect_sized(std::tuple<inner_fixed, std::uint8_t>{i, 7}, 5);
+  expect_sized(std::array<inner_fixed, 3>{i, i, i}, 12);
+  EXPECT_EQ(encoded_size(std::vector<outer_fixed>{{i, 1, i}, {i, 2, i}}), 1 + 2 * 13u);
+  EXPECT_EQ(test::round_trip(std::vector<outer_fixed>{{i, 1, i}}),
+            (std::vector<outer_fixed>{{i, 1, i}}));
+}
+
 enum class status : std::uint8_t { active = 1, closed = 2 };
 constexpr auto corvid_enum_values(status) { return std::array{status::active, status::closed}; }
 enum class open_status : std::uint8_t { active = 1, closed = 2 };  // no list: any value decodes

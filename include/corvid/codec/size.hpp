@@ -54,6 +54,17 @@ consteval std::size_t min_size() {
 
 inline constexpr std::size_t not_fixed = std::numeric_limits<std::size_t>::max();
 
+template <class T>
+consteval std::size_t fixed_size();
+
+// The encoded size of an aggregate's fields, without any length prefix, when each has a fixed
+// size. Not fields_min_size: a nested evolvable struct's minimum is its length byte alone.
+template <class T>
+consteval std::size_t fields_fixed_size() {
+  return with_indices<boost::pfr::tuple_size_v<T>>(
+      [](auto... i) { return (fixed_size<boost::pfr::tuple_element_t<i, T>>() + ... + 0); });
+}
+
 // The encoded size shared by every value of T, or not_fixed.
 template <class T>
 consteval std::size_t fixed_size() {
@@ -79,10 +90,15 @@ consteval std::size_t fixed_size() {
     }();
     if constexpr (!all_fixed) {
       return not_fixed;
+    } else if constexpr (k == kind::tuple) {
+      return with_indices<std::tuple_size_v<T>>([](auto... i) {
+        return (fixed_size<std::remove_reference_t<std::tuple_element_t<i, T>>>() + ... + 0);
+      });
     } else if constexpr (is_evolvable_v<T>) {
-      return varint_size(static_cast<std::uint32_t>(fields_min_size<T>())) + fields_min_size<T>();
+      constexpr std::size_t body = fields_fixed_size<T>();
+      return varint_size(static_cast<std::uint32_t>(body)) + body;
     } else {
-      return min_size<T>();
+      return fields_fixed_size<T>();
     }
   } else {
     return not_fixed;
@@ -113,7 +129,7 @@ std::size_t elements_size(const Range& r, std::size_t n) {
 template <class T>
 std::size_t fields_size(const T& v) {
   if constexpr (kind_v<T> == kind::aggregate && fixed_encoded_size_v<T> != not_fixed) {
-    return fields_min_size<T>();
+    return fields_fixed_size<T>();
   } else {
     std::size_t total = 0;
     for_each_member(v, [&](const auto& e) { total += size_of(e); });

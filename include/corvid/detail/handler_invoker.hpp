@@ -30,10 +30,10 @@ namespace corvid::detail {
 struct request_view {
   std::uint64_t request_id;
   std::uint32_t function_id;
+  std::uint16_t signature;  // the caller's fingerprint of the function; 0 = not stated
   std::string_view body;
   std::string_view attachment;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  std::uint16_t signature = 0;  // the caller's fingerprint of the function; 0 = not stated
 };
 
 using invoke_fn = void (*)(void* object, reply_channel& channel, const request_view& request);
