@@ -3,8 +3,13 @@
 // as that type. For every value the decoder accepts:
 //   * encoded_size(value) == bytes consumed, and encode(value) writes exactly that many bytes;
 //   * for types whose encoding is canonical (docs/codec.md: no type has two encodings except
-//     maps/sets, whose decoder accepts keys in any order) the re-encoding is the input prefix,
-//     byte for byte — e.g. a non-minimal varint must have been rejected;
+//     maps/sets, whose decoder accepts keys in any order, and evolvable structs, whose bodies
+//     may be short or long) the re-encoding is the input prefix, byte for byte — e.g. a
+//     non-minimal varint must have been rejected; with evolvable structs inside, the
+//     re-encoding is a fixed point (it decodes to a value that encodes to it again);
+//   * an older version of the message (fewer trailing fields, also in nested structs) reads
+//     every input the newer one accepts, consuming the same bytes and agreeing on the fields
+//     it has; and the newer one reads what the older one encodes, defaulting the rest;
 //   * the re-encoding decodes again, to an equal value, and encodes to the same bytes;
 //   * decode() (whole input) agrees with decode_from() (prefix) on the result;
 //   * decoding over an object that already holds another value (left by a decode of other,
@@ -52,11 +57,13 @@ struct leaf {
   color c;
   bool operator==(const leaf&) const = default;
 };
-struct rgb {  // bulk: memcpy'd as a whole, also inside vectors
+struct rgb {  // frozen and bulk: memcpy'd as a whole, also inside vectors
+  using codec_layout = codec::frozen;
   std::uint8_t r, g, b;
   bool operator==(const rgb&) const = default;
 };
-struct padded {  // not bulk (padding after `tag`): field by field
+struct padded {  // frozen, not bulk (padding after `tag`): field by field
+  using codec_layout = codec::frozen;
   std::uint8_t tag;
   std::uint64_t value;
   bool operator==(const padded&) const = default;
@@ -72,6 +79,18 @@ struct message {
   std::array<padded, 2> pair;
   bool operator==(const message&) const = default;
 };
+// message and leaf as an older build declared them: trailing fields missing.
+struct leaf_v1 {
+  std::uint32_t id;
+  std::string name;
+  std::vector<std::int16_t> values;
+};
+struct message_v1 {
+  leaf_v1 head;
+  std::vector<leaf_v1> items;
+  std::variant<std::monostate, std::int32_t, std::string, leaf_v1> choice;
+};
+
 // Nested aggregate with maps and sets (keys may arrive in any order: not canonical).
 struct registry {
   std::map<std::string, leaf> by_name;
@@ -108,6 +127,8 @@ enum class order {
   canonical,    // byte for byte the input prefix
   sorted_keys,  // std::map/std::set inside: same size; re-encoding is sorted, so stable
   any_order,    // std::unordered_*: same size; iteration order may differ between copies
+  evolvable,    // evolvable structs inside: the first re-encoding may differ in size (a short
+                // or long body), and is stable from then on (sorted keys allowed too)
 };
 enum class equality { operator_eq, by_encoding };
 
@@ -182,9 +203,10 @@ void run(std::string_view input, std::size_t budget_limit) {
   check(whole_ec == (r.empty() ? codec::decode_errc::ok : codec::decode_errc::trailing_bytes),
         "decode() and decode_from() disagree");
 
-  check(codec::encoded_size(value) == consumed, "encoded_size differs from the bytes consumed");
   const std::string encoded = encode_to_string(value);
-  check(encoded.size() == consumed, "re-encoding has a different size");
+  check(codec::encoded_size(value) == encoded.size(), "encoded_size differs from encode");
+  if constexpr (Order != order::evolvable)
+    check(encoded.size() == consumed, "re-encoding has a different size");
   if constexpr (Order == order::canonical)
     check(encoded == input.substr(0, consumed), "re-encoding differs from the input");
 
@@ -198,7 +220,7 @@ void run(std::string_view input, std::size_t budget_limit) {
     check(again == value, "decoded again: a different value");
   if constexpr (Order != order::any_order)
     check(encode_to_string(again) == encoded, "decoded again: different bytes");
-  check(codec::encoded_size(again) == consumed, "decoded again: a different size");
+  check(codec::encoded_size(again) == encoded.size(), "decoded again: a different size");
 
   // View types decode the same bytes into their owning form (what a client receives).
   if constexpr (!std::is_same_v<codec::owning_t<T>, T>) {
@@ -206,6 +228,35 @@ void run(std::string_view input, std::size_t budget_limit) {
     check(codec::decode(encoded, owned) == codec::decode_errc::ok, "owning_t does not decode");
     check(encode_to_string(owned) == encoded, "owning_t re-encodes differently");
   }
+}
+
+bool same_leaf(const leaf& n, const leaf_v1& o) {
+  return n.id == o.id && n.name == o.name && n.values == o.values;
+}
+
+// The older message reads whatever the newer one accepts, and the newer one reads what the
+// older one writes.
+void run_versions(std::string_view input) {
+  codec::reader r(input);
+  message newer{};
+  if (codec::decode_from(r, newer) != codec::decode_errc::ok) return;
+  codec::reader old_r(input);
+  message_v1 older{};
+  check(codec::decode_from(old_r, older) == codec::decode_errc::ok,
+        "the older message rejects what the newer one accepts");
+  check(old_r.remaining() == r.remaining(), "the older message consumed other bytes");
+  check(same_leaf(newer.head, older.head), "the older message read another head");
+  check(newer.items.size() == older.items.size(), "the older message read other items");
+  for (std::size_t i = 0; i < newer.items.size(); ++i)
+    check(same_leaf(newer.items[i], older.items[i]), "the older message read another item");
+  check(newer.choice.index() == older.choice.index(), "the older message read another choice");
+
+  message back{};
+  check(codec::decode(encode_to_string(older), back) == codec::decode_errc::ok,
+        "the newer message rejects what the older one writes");
+  check(same_leaf(back.head, older.head) && back.head.note == std::nullopt &&
+            back.head.c == color{} && back.tags == std::nullopt && back.pixels.empty(),
+        "the newer message did not default the fields the older one lacks");
 }
 
 }  // namespace
@@ -218,10 +269,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using any = std::variant<std::monostate, std::int64_t, std::string, std::vector<bool>>;
   switch (data[0] % 16) {
     case 0:
-      run<message>(input, budget_limit);
+      run<message, order::evolvable>(input, budget_limit);
+      run_versions(input);
       break;
     case 1:
-      run<registry, order::sorted_keys>(input, budget_limit);
+      run<registry, order::evolvable>(input, budget_limit);
       break;
     case 2:
       run<std::string_view>(input, budget_limit);
@@ -246,7 +298,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       run<std::array<std::optional<std::string>, 3>>(input, budget_limit);
       break;
     case 9:
-      run<sample, order::canonical, equality::by_encoding>(input, budget_limit);
+      run<sample, order::evolvable, equality::by_encoding>(input, budget_limit);
       break;
     case 10:
       run<std::pair<std::string_view, std::span<const std::byte>>, order::canonical,
@@ -259,7 +311,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       run<std::vector<std::variant<bool, color, std::string_view>>>(input, budget_limit);
       break;
     case 13:
-      run<std::vector<leaf>>(input, budget_limit);
+      run<std::vector<leaf>, order::evolvable>(input, budget_limit);
       break;
     case 14:
       run<std::tuple<std::vector<rgb>, std::vector<padded>, std::set<std::string>>,

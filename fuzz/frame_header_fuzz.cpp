@@ -3,7 +3,7 @@
 // the error is the first failed check in wire order, the size limit is compared in 64 bits
 // (two 0xffffffff lengths must not wrap), the request id is filled in even for too_large
 // (the server's reply names it), and an accepted header re-encodes to the same 32 bytes
-// apart from the reserved field (offset 6, 2 bytes; offset 28 is the request's timeout).
+// (offset 6 is the signature fingerprint, offset 28 the request's timeout).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -28,7 +28,7 @@ void check(bool ok) {
 // The result the protocol document prescribes for these 32 bytes under `max_payload`.
 header_errc expected_result(const std::uint8_t* in, std::uint32_t max_payload) {
   if (in[0] != 'C' || in[1] != 'V') return header_errc::bad_magic;
-  if (in[2] != 1) return header_errc::bad_version;
+  if (in[2] != 2) return header_errc::bad_version;
   if (in[3] < 1 || in[3] > 6) return header_errc::bad_type;  // request..rdma_setup
   if (le(in + 20, 4) + le(in + 24, 4) > max_payload) return header_errc::too_large;
   return header_errc::ok;
@@ -43,6 +43,7 @@ void check_one(const std::uint8_t* in, std::uint32_t max_payload) {
   check(static_cast<std::uint8_t>(h.type) == in[3]);
   check(h.flags == in[4]);
   check(static_cast<std::uint8_t>(h.status) == in[5]);
+  check(h.signature == le(in + 6, 2));
   check(h.request_id == le(in + 8, 8));
   check(h.function_id == le(in + 16, 4));
   check(h.body_length == le(in + 20, 4));
@@ -56,18 +57,15 @@ void check_one(const std::uint8_t* in, std::uint32_t max_payload) {
   }
   check(h.payload_size() <= max_payload);
 
-  // Round trip: same bytes except the reserved 6..7, which encode as zero.
+  // Round trip: the same bytes.
   char out[header_size];
   std::memset(out, 0x5a, sizeof out);
   encode_header(h, out);
-  for (std::size_t i = 0; i < header_size; ++i) {
-    const bool reserved = i >= 6 && i < 8;
-    check(static_cast<std::uint8_t>(out[i]) == (reserved ? 0 : in[i]));
-  }
+  for (std::size_t i = 0; i < header_size; ++i) check(static_cast<std::uint8_t>(out[i]) == in[i]);
   frame_header again;
   check(decode_header(out, again, max_payload) == header_errc::ok);
   check(again.type == h.type && again.flags == h.flags && again.status == h.status &&
-        again.request_id == h.request_id && again.function_id == h.function_id &&
+        again.signature == h.signature && again.request_id == h.request_id && again.function_id == h.function_id &&
         again.body_length == h.body_length && again.attachment_length == h.attachment_length &&
         again.timeout_ms == h.timeout_ms);
 }

@@ -63,15 +63,26 @@ def none(): return b"\x00"
 def some(x): return b"\x01" + x
 
 
-def leaf(id_, name, values, note, color):
+def evolvable(fields):  # an evolvable struct: its byte length, then its fields
+    return varint(len(fields)) + fields
+
+
+def leaf_fields(id_, name, values, note, color):
     return (u32(id_) + s(name) + vec([i16(v) for v in values]) +
             (some(s(note)) if note is not None else none()) + u8(color))
 
 
-def padded(tag, value): return u8(tag) + u64(value)
+def leaf(*args): return evolvable(leaf_fields(*args))
 
 
-def message():
+def leaf_v1(id_, name, values):  # leaf as an older build wrote it: no note, no color
+    return evolvable(u32(id_) + s(name) + vec([i16(v) for v in values]))
+
+
+def padded(tag, value): return u8(tag) + u64(value)  # frozen: no length
+
+
+def message_fields():
     head = leaf(7, "head", [1, -2], "n", 1)
     items = vec([leaf(1, "a", [], None, 2), leaf(2, "", [32767], "x", 1)])
     choice = varint(3) + leaf(9, "c", [3], None, 2)
@@ -82,28 +93,45 @@ def message():
     return head + items + choice + tags + flags + pixels + pair
 
 
+def message(): return evolvable(message_fields())
+
+
+def message_v1():  # an older build's message: three fields, older leaves
+    return evolvable(leaf_v1(7, "head", [1, -2]) + vec([leaf_v1(1, "a", [])]) +
+                  varint(3) + leaf_v1(9, "c", [3]))
+
+
+def message_v3():  # a newer build's: unknown trailing bytes in the message and its head
+    head = evolvable(leaf_fields(7, "head", [1, -2], "n", 1) + s("new field"))
+    rest = message_fields()[len(leaf(7, "head", [1, -2], "n", 1)):]
+    return evolvable(head + rest + u64(99))
+
+
 def registry():
     by_name = vec([s("a") + leaf(1, "a", [1], None, 1), s("b") + leaf(2, "b", [], "nb", 2)])
     ids = vec([u16(1), u16(300)])
     shards = vec([vec([i32(-1) + some(s("m")), i32(5) + none()]), vec([])])
     extra = some(varint(1) + vec([u64(1), u64(2**40)]))
-    return by_name + ids + shards + extra
+    return evolvable(by_name + ids + shards + extra)
 
 
 def sample():
-    return (f32(1.5) + f64(-2.5) + vec([f64(0.0), bytes.fromhex("010000000000f87f")]) +
-            some(varint(1) + s("label")))
+    return evolvable(f32(1.5) + f64(-2.5) + vec([f64(0.0), bytes.fromhex("010000000000f87f")]) +
+                  some(varint(1) + s("label")))
 
 
 def codec_seeds():
     seeds = {
         "message": (0, message()),
-        "message_variant_string": (0, message().replace(varint(3) + leaf(9, "c", [3], None, 2),
-                                                        varint(2) + s("str"))),
+        "message_variant_string": (0, evolvable(message_fields().replace(
+            varint(3) + leaf(9, "c", [3], None, 2), varint(2) + s("str")))),
+        "message_older": (0, message_v1()),
+        "message_newer": (0, message_v3()),
+        "message_empty_body": (0, evolvable(b"")),
         "registry": (1, registry()),
-        "registry_unsorted_keys": (1, vec([s("b") + leaf(2, "b", [], None, 1),
-                                           s("a") + leaf(1, "a", [], None, 1)]) +
-                                   vec([u16(9), u16(3)]) + vec([]) + none()),
+        "registry_unsorted_keys": (1, evolvable(vec([s("b") + leaf(2, "b", [], None, 1),
+                                                  s("a") + leaf(1, "a", [], None, 1)]) +
+                                          vec([u16(9), u16(3)]) + vec([]) + none())),
         "string_view": (2, s("hello")),
         "string_view_300": (2, s("a" * 300)),
         "vector_string": (3, vec([s("a"), s("")])),
@@ -130,6 +158,8 @@ def codec_seeds():
         "bad_variant_index": (5, some(varint(4))),
         "bad_duplicate_key": (4, vec([i32(1) + vec([]), i32(1) + vec([])])),
         "bad_truncated": (0, message()[:-3]),
+        "bad_struct_length": (13, vec([b"\x7f" + leaf_fields(3, "l", [], None, 1)])),
+        "bad_cut_field": (13, vec([evolvable(u32(3) + b"\x05ab")])),
         # Under a decode_budget of (selector >> 4) * 256 bytes: small on the wire, big in memory
         # (64 empty strings are 2 KiB of std::string), or fitting only just.
         "budget_empty_strings": (3 | 0x10, vec([s("")] * 64)),
@@ -153,7 +183,7 @@ FIRST_ID = 1 << 32
 
 
 def frame(type_, request_id, function_id, body=b"", attachment=b"", status=0):
-    return (b"CV" + bytes([1, type_, 0, status]) + b"\x00\x00" +
+    return (b"CV" + bytes([2, type_, 0, status]) + b"\x00\x00" +
             struct.pack("<QIIII", request_id, function_id, len(body), len(attachment), 0) +
             body + attachment)
 
@@ -171,8 +201,8 @@ def frame_header_seeds(v):
     seeds["limit_boundary"] = v["echo_request"][:32] + u32(6)  # bytes 32..35: one more limit
     seeds["lengths_wrap"] = v["echo_request"][:20] + b"\xff" * 8 + b"\x00" * 4
     seeds["bad_magic_http"] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\r\n\r\n"
-    seeds["bad_version"] = b"CV\x02" + v["echo_request"][3:32]
-    seeds["bad_type"] = b"CV\x01\x03" + v["echo_request"][4:32]
+    seeds["bad_version"] = b"CV\x01" + v["echo_request"][3:32]
+    seeds["bad_type"] = b"CV\x02\x03" + v["echo_request"][4:32]
     seeds["reserved_set"] = v["echo_request"][:6] + b"\xff\xff" + v["echo_request"][8:28] + b"\xff" * 4
     return seeds
 
@@ -226,9 +256,11 @@ def server_stream_seeds(v):
             "count_map", varint(1600) + b"".join(u32(k) + varint(0) for k in range(1600))),
         # A decode that throws (the key 666 poisons the comparison), then a call that must
         # still be answered on the same connection.
-        "decode_throws_sync": whole + request("touchy", varint(2) + i32(1) + i32(666)) +
+        "decode_throws_sync": whole + request("touchy", varint(2) + evolvable(i32(1)) +
+                                              evolvable(i32(666))) +
         request("echo", s("next"), request_id=FIRST_ID + 1),
-        "decode_throws_coroutine": whole + request("touchy_co", varint(2) + i32(666) + i32(1)) +
+        "decode_throws_coroutine": whole + request("touchy_co", varint(2) + evolvable(i32(666)) +
+                                                   evolvable(i32(1))) +
         request("echo", s("next"), request_id=FIRST_ID + 1),
         # 100 replies of 8000 bytes for 36-byte requests: read late (bit 6), or never.
         "big_replies_late_reader": b"\x40\x00" + b"".join(
@@ -259,7 +291,7 @@ def client_reply_seeds(v):
     def opts(fn, patch=True, two=False, hold=False, split=False, end=0):
         return bytes([(fn << 4) | patch | (two << 1) | (hold << 2) | (split << 3), 0x80, end])
 
-    record = (u32(5) + vec([s("f") + vec([b"\x01"])]) + some(varint(1) + s("e")))
+    record = evolvable(u32(5) + vec([s("f") + vec([b"\x01"])]) + some(varint(1) + s("e")))
     seeds = {
         "echo_response": opts(0) + v["echo_response"],
         "echo_response_split": opts(0, split=True) + v["echo_response"],

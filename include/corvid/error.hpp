@@ -24,6 +24,9 @@ enum class rpc_errc : std::uint8_t {
   invalid_argument = 11,   // a local API misuse, e.g. an unparsable endpoint
   no_rdma_device = 12,     // init_ibv(): no usable RDMA device (or provider) on this host
   client_busy = 13,        // the client's own in-flight limit is reached (fail-fast mode)
+  // The caller's parameter or result types differ from the handler's (their signature
+  // fingerprints differ): the message names the function and both fingerprints.
+  signature_mismatch = 14,
 };
 
 // Short stable name, e.g. "function_not_found".

@@ -371,7 +371,7 @@ void client_connection::fail_all(rpc_error e) {
 
 // ---- submitting ------------------------------------------------------------------------
 
-void client_connection::submit(call_base* call, std::uint32_t function_id,
+void client_connection::submit(call_base* call, std::uint32_t function_id, std::uint16_t signature,
                                std::string_view attachment, std::chrono::milliseconds timeout,
                                const request_encoder& encode) {
   std::unique_lock lk(mutex_);
@@ -410,6 +410,7 @@ void client_connection::submit(call_base* call, std::uint32_t function_id,
       return;
     }
     p->header.function_id = function_id;
+    p->header.signature = signature;
     p->header.body_length = static_cast<std::uint32_t>(body);
     p->header.attachment_length = static_cast<std::uint32_t>(attachment.size());
     park_locked(call, std::move(p), timeout);
@@ -442,6 +443,7 @@ void client_connection::submit(call_base* call, std::uint32_t function_id,
   protocol::frame_header h;
   h.request_id = call->id;
   h.function_id = function_id;
+  h.signature = signature;
   h.body_length = static_cast<std::uint32_t>(body);
   h.attachment_length = static_cast<std::uint32_t>(attachment.size());
   // The deadline travels with the request, so the server can skip work nobody awaits.

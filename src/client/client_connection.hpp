@@ -77,8 +77,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Queues one request; `encode` appends the encoded arguments. Any thread. Takes over one
   // reference to `call`; the call completes with a reply or an error. At a cap (client_config)
   // the request is encoded into a parked_request of its own and waits.
-  void submit(call_base* call, std::uint32_t function_id, std::string_view attachment,
-              std::chrono::milliseconds timeout, const request_encoder& encode);
+  void submit(call_base* call, std::uint32_t function_id, std::uint16_t signature,
+              std::string_view attachment, std::chrono::milliseconds timeout,
+              const request_encoder& encode);
 
  private:
   // Unlocks `lk` and ends `call` with `e` (dropping the connection's reference).

@@ -32,6 +32,8 @@ std::string_view to_string(rpc_errc e) noexcept {
       return "no_rdma_device";
     case rpc_errc::client_busy:
       return "client_busy";
+    case rpc_errc::signature_mismatch:
+      return "signature_mismatch";
   }
   return "unknown_error";
 }

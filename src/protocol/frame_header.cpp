@@ -30,7 +30,7 @@ std::string_view to_string(header_errc e) noexcept {
     case header_errc::bad_magic:
       return "bad magic (not a corvid stream)";
     case header_errc::bad_version:
-      return "unsupported protocol version";
+      return "unsupported protocol version (this build speaks corvid protocol version 2)";
     case header_errc::bad_type:
       return "unknown message type";
     case header_errc::too_large:
@@ -40,9 +40,8 @@ std::string_view to_string(header_errc e) noexcept {
 }
 
 // Layout (offsets in bytes): 0 magic "CV", 2 version, 3 type, 4 flags, 5 status,
-// 6 reserved u16, 8 request id u64, 16 function id u32, 20 body length u32,
-// 24 attachment length u32, 28 timeout ms u32 (requests; was reserved in the first v1, and
-// v1 receivers ignore it). The reserved u16 is zero on send and ignored on receive.
+// 6 signature fingerprint u16 (requests; reserved in version 1), 8 request id u64,
+// 16 function id u32, 20 body length u32, 24 attachment length u32, 28 timeout ms u32.
 void encode_header(const frame_header& h, char* out) noexcept {
   out[0] = static_cast<char>(magic0);
   out[1] = static_cast<char>(magic1);
@@ -50,7 +49,7 @@ void encode_header(const frame_header& h, char* out) noexcept {
   out[3] = static_cast<char>(h.type);
   out[4] = static_cast<char>(h.flags);
   out[5] = static_cast<char>(h.status);
-  store_le<std::uint16_t>(out + 6, 0);
+  store_le<std::uint16_t>(out + 6, h.signature);
   store_le<std::uint64_t>(out + 8, h.request_id);
   store_le<std::uint32_t>(out + 16, h.function_id);
   store_le<std::uint32_t>(out + 20, h.body_length);
@@ -70,6 +69,7 @@ header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_p
   out.type = static_cast<msg_type>(type);
   out.flags = static_cast<std::uint8_t>(in[4]);
   out.status = static_cast<rpc_errc>(static_cast<std::uint8_t>(in[5]));
+  out.signature = load_le<std::uint16_t>(in + 6);
   out.request_id = load_le<std::uint64_t>(in + 8);
   out.function_id = load_le<std::uint32_t>(in + 16);
   out.body_length = load_le<std::uint32_t>(in + 20);

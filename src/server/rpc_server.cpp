@@ -64,6 +64,17 @@ void refuse_arguments(reply_channel& ch, std::uint64_t request_id, std::string_v
   }
 }
 
+void refuse_signature(reply_channel& ch, std::uint64_t request_id, std::string_view function,
+                      std::uint16_t caller, std::uint16_t handler) {
+  char fingerprints[96];
+  std::snprintf(fingerprints, sizeof fingerprints,
+                ": the caller's signature fingerprint is 0x%04x, the server's 0x%04x",
+                static_cast<unsigned>(caller), static_cast<unsigned>(handler));
+  ch.reply_error(
+      request_id, rpc_errc::signature_mismatch,
+      std::string(function) + " has other parameter or result types here" + fingerprints);
+}
+
 server_core::~server_core() {
   begin_stop();
   wait_stopped();

@@ -637,7 +637,8 @@ bool server_connection::hold_request(const protocol::frame_header& h, bool& ok) 
 }
 
 void server_connection::dispatch(const protocol::frame_header& h, const char* payload) {
-  request_view req{h.request_id, h.function_id, std::string_view(payload, h.body_length),
+  request_view req{h.request_id, h.function_id, h.signature,
+                   std::string_view(payload, h.body_length),
                    std::string_view(payload + h.body_length, h.attachment_length)};
   if (h.timeout_ms != 0) {
     req.deadline = read_time_ + std::chrono::milliseconds(h.timeout_ms);

@@ -105,7 +105,7 @@ TEST(Malformed, BadTagsAndIndices) {
   std::optional<std::string> o;
   EXPECT_EQ(decode(unhex("02 00"), o), decode_errc::invalid_value);
   std::variant<int, std::string> v;
-  EXPECT_EQ(decode(unhex("02 00"), v), decode_errc::invalid_value);
+  EXPECT_EQ(decode(unhex("02 00"), v), decode_errc::unknown_alternative);
   std::vector<bool> vb;
   EXPECT_EQ(decode(unhex("03 00 01 ff"), vb), decode_errc::invalid_value);
   std::tuple<bool, bool> t;

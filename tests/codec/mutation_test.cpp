@@ -79,16 +79,18 @@ fuzz_target make_target(std::uint32_t salt) {
   return t;
 }
 
-// A decoded value must re-encode to as many bytes as it was decoded from (encodings are
-// canonical up to unordered-container order), and that encoding must decode again.
+// A decoded value must re-encode to its own encoded_size, and that encoding must decode again
+// to a value with the same encoding. The first re-encoding may differ in size from the input:
+// an evolvable struct's body may have been short (missing fields take their defaults) or long
+// (unknown trailing bytes are skipped), and unordered containers may reorder.
 void check_consistent(const fuzz_target& value, std::size_t input_size) {
+  static_cast<void>(input_size);
   const std::string again = to_bytes(value);
-  ASSERT_EQ(again.size(), input_size);
-  ASSERT_EQ(encoded_size(value), input_size);
+  ASSERT_EQ(encoded_size(value), again.size());
   const test::exact_copy copy(again);  // second's views point into it
   fuzz_target second{};
   ASSERT_EQ(decode(copy.view(), second), decode_errc::ok);
-  ASSERT_EQ(to_bytes(second).size(), input_size);
+  ASSERT_EQ(to_bytes(second).size(), again.size());
 }
 
 // Applies one random corruption to bytes. Each random draw is its own statement, so the

@@ -1,5 +1,7 @@
-// Aggregate structs via Boost.PFR: fields in declaration order, no prefix, any nesting, with no
-// macro or registration; bulk (padding-free arithmetic) structs take the memcpy path.
+// Aggregate structs via Boost.PFR: a byte length then the fields in declaration order (frozen
+// structs: the fields alone), any nesting, with no macro or registration; padding-free
+// arithmetic structs take the memcpy path. Evolution (missing and unknown trailing fields):
+// evolution_test.cpp.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -102,9 +104,9 @@ everything sample_everything() {
                     inner{8, std::nullopt}};
 }
 
-TEST(Struct, FieldsInOrderWithoutPrefix) {
+TEST(Struct, ByteLengthThenFieldsInOrder) {
   EXPECT_EQ(to_hex(point{1, 0.5, "p", {2}}),
-            "01 00 00 00 00 00 00 00 00 00 e0 3f 01 70 01 02 00 00 00");
+            "13 01 00 00 00 00 00 00 00 00 00 e0 3f 01 70 01 02 00 00 00");
   const point p{-7, 3.25, "tag", {1, 2, 3}};
   EXPECT_EQ(round_trip(p), p);
 }
@@ -127,30 +129,70 @@ TEST(Struct, NestedCombinations) {
 }
 
 struct rgb {
+  using codec_layout = frozen;
   std::uint8_t r, g, b;
   bool operator==(const rgb&) const = default;
 };
 struct vec3 {
+  using codec_layout = frozen;
   float x, y, z;
   bool operator==(const vec3&) const = default;
 };
 struct padded {
+  using codec_layout = frozen;
   std::uint8_t a;
   std::uint32_t b;
   bool operator==(const padded&) const = default;
 };
+// The evolvable twins of rgb and padded.
+struct rgb_evolvable {
+  std::uint8_t r, g, b;
+  bool operator==(const rgb_evolvable&) const = default;
+};
+struct padded_evolvable {
+  std::uint8_t a;
+  std::uint32_t b;
+  bool operator==(const padded_evolvable&) const = default;
+};
+// Frozen without editing the type.
+struct external_pair {
+  std::uint16_t a, b;
+};
+
+}  // namespace
+template <>
+inline constexpr bool enable_frozen_layout<external_pair> = true;
+namespace {
+
+TEST(Struct, FrozenStructsHaveNoPrefix) {
+  static_assert(!detail::is_evolvable_v<rgb> && detail::is_evolvable_v<rgb_evolvable>);
+  EXPECT_EQ(to_hex(rgb{1, 2, 3}), "01 02 03");
+  EXPECT_EQ(to_hex(rgb_evolvable{1, 2, 3}), "03 01 02 03");
+  EXPECT_EQ(to_hex(external_pair{1, 2}), "01 00 02 00");
+  EXPECT_EQ(to_hex(padded_evolvable{1, 2}), "05 01 02 00 00 00");
+  static_assert(detail::fixed_encoded_size_v<rgb> == 3);
+  static_assert(detail::fixed_encoded_size_v<rgb_evolvable> == 4);
+  static_assert(detail::min_encoded_size_v<rgb> == 3);
+  static_assert(detail::min_encoded_size_v<rgb_evolvable> == 1);  // an older peer's: no fields
+  EXPECT_EQ(round_trip(rgb_evolvable{4, 5, 6}), (rgb_evolvable{4, 5, 6}));
+  EXPECT_EQ(round_trip(padded_evolvable{7, 8}), (padded_evolvable{7, 8}));
+}
 
 TEST(Struct, PaddingFreeArithmeticStructsAreBulk) {
   static_assert(detail::is_bulk_v<rgb> && detail::is_bulk_v<vec3>);
   static_assert(!detail::is_bulk_v<padded>);  // 3 padding bytes: encoded field by field
+  // Evolvable: not bulk as a whole (the length comes first), but the fields are one memcpy.
+  static_assert(!detail::is_bulk_v<rgb_evolvable> && detail::bulk_body_v<rgb_evolvable>);
+  static_assert(!detail::bulk_body_v<padded_evolvable>);
   EXPECT_EQ(to_hex(std::vector<rgb>{{1, 2, 3}, {4, 5, 6}}), "02 01 02 03 04 05 06");
+  EXPECT_EQ(to_hex(std::vector<rgb_evolvable>{{1, 2, 3}, {4, 5, 6}}), "02 03 01 02 03 03 04 05 06");
   EXPECT_EQ(to_hex(padded{1, 2}), "01 02 00 00 00");
   EXPECT_EQ(to_hex(std::vector<padded>{{1, 2}}), "01 01 02 00 00 00");
   const std::vector<vec3> v{{1, 2, 3}, {-1, 0.5f, 1e30f}};
   EXPECT_EQ(round_trip(v), v);
   const std::array<padded, 2> ps{padded{1, 2}, padded{3, 4}};
   EXPECT_EQ(round_trip(ps), ps);
-  // A bulk struct has the same bytes as the tuple of its fields.
+  // A frozen struct has the same bytes as the tuple of its fields.
   EXPECT_EQ(to_bytes(vec3{1, 2, 3}), to_bytes(std::tuple<float, float, float>{1, 2, 3}));
 }
 
@@ -161,12 +203,28 @@ struct holder {
   std::tuple<> t;
 };
 
-TEST(Struct, EmptyStructsEncodeToNothing) {
-  EXPECT_EQ(to_hex(empty{}), "");
-  EXPECT_EQ(to_hex(holder{{}, 9, {}}), "09");
+struct frozen_empty {
+  using codec_layout = frozen;
+};
+struct frozen_holder {
+  using codec_layout = frozen;
+  frozen_empty e;
+  std::uint8_t x;
+  std::tuple<> t;
+};
+
+// An evolvable empty struct is a zero length (it may gain fields); a frozen one is nothing.
+TEST(Struct, EmptyStructs) {
+  EXPECT_EQ(to_hex(empty{}), "00");
+  EXPECT_EQ(to_hex(holder{{}, 9, {}}), "02 00 09");
   holder h{};
-  ASSERT_EQ(decode(unhex("09"), h), decode_errc::ok);
+  ASSERT_EQ(decode(unhex("02 00 09"), h), decode_errc::ok);
   EXPECT_EQ(h.x, 9);
+  EXPECT_EQ(to_hex(frozen_empty{}), "");
+  EXPECT_EQ(to_hex(frozen_holder{{}, 9, {}}), "09");
+  frozen_holder f{};
+  ASSERT_EQ(decode(unhex("09"), f), decode_errc::ok);
+  EXPECT_EQ(f.x, 9);
 }
 
 // Members that view the input: decoding them is zero-copy.
@@ -182,14 +240,14 @@ TEST(Struct, ViewMembersPointIntoTheInput) {
   const std::byte raw[] = {std::byte{1}, std::byte{2}};
   const view_message in{42, name, raw, {"a", "bc"}};
   const std::string bytes = to_bytes(in);
-  EXPECT_EQ(test::hex(bytes), "2a 00 00 00 03 61 64 64 02 01 02 02 01 61 02 62 63");
+  EXPECT_EQ(test::hex(bytes), "11 2a 00 00 00 03 61 64 64 02 01 02 02 01 61 02 62 63");
   view_message out{};
   ASSERT_EQ(decode(bytes, out), decode_errc::ok);
   EXPECT_EQ(out.id, 42u);
-  EXPECT_EQ(out.name.data(), bytes.data() + 5);
-  EXPECT_EQ(static_cast<const void*>(out.payload.data()), bytes.data() + 9);
+  EXPECT_EQ(out.name.data(), bytes.data() + 6);
+  EXPECT_EQ(static_cast<const void*>(out.payload.data()), bytes.data() + 10);
   ASSERT_EQ(out.tags.size(), 2u);
-  EXPECT_EQ(out.tags[1].data(), bytes.data() + 15);
+  EXPECT_EQ(out.tags[1].data(), bytes.data() + 16);
   EXPECT_EQ(out.tags[1], "bc");
 }
 
@@ -200,7 +258,7 @@ struct with_const {
 
 TEST(Struct, ConstMembersEncodeButDoNotDecode) {
   static_assert(encodable<with_const> && !decodable<with_const>);
-  EXPECT_EQ(to_hex(with_const{1, "a"}), "01 01 61");
+  EXPECT_EQ(to_hex(with_const{1, "a"}), "03 01 01 61");
 }
 
 // Boost.PFR sees a reference member as the object it refers to, so such a struct behaves like
@@ -217,16 +275,19 @@ TEST(Struct, ReferenceMembersEncodeTheReferredValues) {
   static_assert(!detail::is_bulk_v<refs>);  // memcpy would copy the address
   std::int64_t n = 7;
   std::string s = "ab";
-  EXPECT_EQ(to_hex(refs{n}), "07 00 00 00 00 00 00 00");
-  EXPECT_EQ(encoded_size(refs{n}), 8u);
+  EXPECT_EQ(to_hex(refs{n}), "08 07 00 00 00 00 00 00 00");
+  EXPECT_EQ(encoded_size(refs{n}), 9u);
   const std::string bytes = to_bytes(refs2{n, s});
-  EXPECT_EQ(test::hex(bytes), "07 00 00 00 00 00 00 00 02 61 62");
+  EXPECT_EQ(test::hex(bytes), "0b 07 00 00 00 00 00 00 00 02 61 62");
   std::int64_t n2 = 0;
   std::string s2;
   refs2 target{n2, s2};
   ASSERT_EQ(decode(bytes, target), decode_errc::ok);
   EXPECT_EQ(n2, 7);
   EXPECT_EQ(s2, "ab");
+  // A reference has no default to fall back on: a missing field is an error.
+  refs2 short_target{n2, s2};
+  EXPECT_EQ(decode(unhex("08 07 00 00 00 00 00 00 00"), short_target), decode_errc::truncated);
 }
 
 // GCC 12.2 hits an internal compiler error inside Boost.PFR's field counting for aggregates that
@@ -248,11 +309,11 @@ struct names_in_array {
 
 TEST(Struct, ArrayOfStringsMember) {
   const names_in_tuple t{2, {{"a", "b"}}};
-  EXPECT_EQ(to_hex(t), "02 01 61 01 62");
+  EXPECT_EQ(to_hex(t), "05 02 01 61 01 62");
   EXPECT_EQ(round_trip(t), t);
 #if defined(__clang__)
   const names_in_array a{2, {"a", "b"}};
-  EXPECT_EQ(to_hex(a), "02 01 61 01 62");
+  EXPECT_EQ(to_hex(a), "05 02 01 61 01 62");
   EXPECT_EQ(round_trip(a), a);
 #endif
 }

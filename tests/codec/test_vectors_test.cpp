@@ -39,6 +39,28 @@ struct request {
   bool operator==(const request&) const = default;
 };
 
+struct point3f {
+  using codec_layout = frozen;
+  float x, y, z;
+  bool operator==(const point3f&) const = default;
+};
+
+// Two versions of one struct: v2 appended a field.
+struct user_v1 {
+  std::uint32_t id;
+  std::string name;
+  bool operator==(const user_v1&) const = default;
+};
+struct user_v2 {
+  std::uint32_t id;
+  std::string name;
+  std::uint8_t age = 18;
+  bool operator==(const user_v2&) const = default;
+};
+
+enum class shape : std::uint8_t { circle = 0, square = 1 };
+constexpr auto corvid_enum_values(shape) { return std::array{shape::circle, shape::square}; }
+
 // Checks both directions: value -> bytes, and bytes -> the same value. Extra spaces in
 // expected_hex only group bytes for the reader.
 template <class T>
@@ -89,9 +111,31 @@ TEST(TestVectors, Products) {
   expect_vector(std::tuple<std::uint8_t, std::string, bool>{7, "ab", true}, "07 02 61 62 01");
   expect_vector(std::pair<std::uint8_t, std::uint16_t>{1, 2}, "01 02 00");
   expect_vector(point{1, 0.5, "p", {2}},
-                "01 00 00 00  00 00 00 00 00 00 e0 3f  01 70  01 02 00 00 00");
+                "13  01 00 00 00  00 00 00 00 00 00 e0 3f  01 70  01 02 00 00 00");
   expect_vector(request{42, "add", std::vector<std::uint8_t>{1, 2}},
-                "2a 00 00 00  03 61 64 64  01 02 01 02");
+                "0c  2a 00 00 00  03 61 64 64  01 02 01 02");
+  expect_vector(point3f{1, 2, 0}, "00 00 80 3f  00 00 00 40  00 00 00 00");
+}
+
+TEST(TestVectors, Evolution) {
+  expect_vector(user_v1{7, "al"}, "07  07 00 00 00  02 61 6c");
+  expect_vector(user_v2{7, "al", 30}, "08  07 00 00 00  02 61 6c  1e");
+  // Old bytes, new reader: the missing field takes its default.
+  user_v2 newer{};
+  ASSERT_EQ(decode(unhex("07  07 00 00 00  02 61 6c"), newer), decode_errc::ok);
+  EXPECT_EQ(newer, (user_v2{7, "al", 18}));
+  // New bytes, old reader: the unknown field is skipped.
+  user_v1 older{};
+  ASSERT_EQ(decode(unhex("08  07 00 00 00  02 61 6c  1e"), older), decode_errc::ok);
+  EXPECT_EQ(older, (user_v1{7, "al"}));
+}
+
+TEST(TestVectors, UnknownAlternatives) {
+  expect_vector(shape::square, "01");
+  shape s{};
+  EXPECT_EQ(decode(unhex("02"), s), decode_errc::unknown_alternative);
+  std::variant<std::monostate, std::int32_t, std::string> v;
+  EXPECT_EQ(decode(unhex("03 00"), v), decode_errc::unknown_alternative);
 }
 
 TEST(TestVectors, EncodeAllIsConcatenation) {

@@ -53,7 +53,7 @@ TEST(bad_input, unknown_version) {
   test_server srv;
   raw_connection raw(srv.port());
   std::string frame = request_frame(1, add_id, 1, 2);
-  frame[2] = 2;
+  frame[2] = 1;  // a version-1 peer: bodies and header offset 6 mean other things there
   raw.send(frame);
   expect_connection_error(raw, corvid::rpc_errc::protocol_error, 0);
   expect_server_healthy(srv);

@@ -82,13 +82,13 @@ TEST(DocVectors, EveryVectorIsOneFrame) {
 // Spot checks with the bytes written out here too, so a wrong doc reader cannot hide a change.
 TEST(DocVectors, SpotChecksAgainstLiterals) {
   EXPECT_EQ(hex(request<echo>(first_id, {}, "hello")),
-            hex(unhex("4356010100000000 0000000001000000 84d49dd4 06000000 00000000 00000000"
+            hex(unhex("43560201 0000f0c3 0000000001000000 84d49dd4 06000000 00000000 00000000"
                       "0568656c6c6f")));
   EXPECT_EQ(hex(request<&ns::calc::add>(first_id + 2, {}, 1, 2)),
-            hex(unhex("4356010100000000 0200000001000000 ca91c98a 08000000 00000000 00000000"
+            hex(unhex("43560201 00006ff7 0200000001000000 ca91c98a 08000000 00000000 00000000"
                       "01000000 02000000")));
   EXPECT_EQ(hex(request<store>(first_id + 1, "\xde\xad\xbe\xef", "k1")),
-            hex(unhex("4356010100000000 0100000001000000 2ebce7c7 03000000 04000000 00000000"
+            hex(unhex("43560201 0000b019 0100000001000000 2ebce7c7 03000000 04000000 00000000"
                       "026b31 deadbeef")));
 }
 

@@ -15,7 +15,7 @@ constexpr std::uint32_t u32_max = std::numeric_limits<std::uint32_t>::max();
 
 // The format's constants are wire facts: pinned here so a change is a deliberate test edit.
 static_assert(header_size == 32);
-static_assert(magic0 == 'C' && magic1 == 'V' && current_version == 1);
+static_assert(magic0 == 'C' && magic1 == 'V' && current_version == 2);
 static_assert(default_max_frame_size == 64u * 1024 * 1024);
 static_assert(static_cast<int>(msg_type::request) == 1 &&
               static_cast<int>(msg_type::response) == 2);
@@ -33,16 +33,17 @@ struct header_case {
 
 const header_case cases[] = {
     {{},
-     "43 56 01 01 00 00 00 00  00 00 00 00 00 00 00 00  00 00 00 00  00 00 00 00"
+     "43 56 02 01 00 00 00 00  00 00 00 00 00 00 00 00  00 00 00 00  00 00 00 00"
      "  00 00 00 00  00 00 00 00"},
     {{.type = msg_type::response,
       .flags = 0xa5,
       .status = rpc_errc::handler_error,
+      .signature = 0xbeef,
       .request_id = 0x0123456789abcdefull,
       .function_id = 0xdeadbeef,
       .body_length = 0x01020304,
       .attachment_length = 0x0a0b0c0d},
-     "43 56 01 02 a5 07 00 00  ef cd ab 89 67 45 23 01  ef be ad de  04 03 02 01"
+     "43 56 02 02 a5 07 ef be  ef cd ab 89 67 45 23 01  ef be ad de  04 03 02 01"
      "  0d 0c 0b 0a  00 00 00 00"},
     {{.type = msg_type::request,
       .status = static_cast<rpc_errc>(0xff),
@@ -50,7 +51,7 @@ const header_case cases[] = {
       .function_id = u32_max,
       .body_length = u32_max,
       .attachment_length = u32_max},
-     "43 56 01 01 00 ff 00 00  ff ff ff ff ff ff ff ff  ff ff ff ff  ff ff ff ff"
+     "43 56 02 01 00 ff 00 00  ff ff ff ff ff ff ff ff  ff ff ff ff  ff ff ff ff"
      "  ff ff ff ff  00 00 00 00"},
 };
 
@@ -58,6 +59,7 @@ void expect_same(const frame_header& a, const frame_header& b) {
   EXPECT_EQ(a.type, b.type);
   EXPECT_EQ(a.flags, b.flags);
   EXPECT_EQ(a.status, b.status);
+  EXPECT_EQ(a.signature, b.signature);
   EXPECT_EQ(a.request_id, b.request_id);
   EXPECT_EQ(a.function_id, b.function_id);
   EXPECT_EQ(a.body_length, b.body_length);
@@ -86,10 +88,10 @@ TEST(FrameHeader, DecodesFromAnUnalignedBuffer) {
   expect_same(out, cases[1].h);
 }
 
-// The reserved u16 is room for later versions: a receiver must ignore it. Offset 28 is the
-// request's timeout in ms (it was reserved before deadlines travelled on the wire). Flags are
-// passed up undecoded; none has a meaning yet.
-TEST(FrameHeader, IgnoresReservedBytesAndKeepsFlags) {
+// Offset 6 is the signature fingerprint (reserved in version 1), offset 28 the request's
+// timeout in ms (reserved before deadlines travelled on the wire). Flags are passed up
+// undecoded; none has a meaning yet.
+TEST(FrameHeader, SignatureAndTimeoutAndFlagsPassUp) {
   std::string bytes = unhex(cases[1].hex);
   for (int i : {6, 7, 28, 29, 30, 31}) bytes[i] = '\x5a';
   bytes[4] = '\xff';
@@ -97,8 +99,15 @@ TEST(FrameHeader, IgnoresReservedBytesAndKeepsFlags) {
   ASSERT_EQ(decode_header(bytes.data(), out, u32_max), header_errc::ok);
   frame_header want = cases[1].h;
   want.flags = 0xff;
+  want.signature = 0x5a5a;
   want.timeout_ms = 0x5a5a5a5a;
   expect_same(out, want);
+}
+
+TEST(FrameHeader, SignatureAtOffset6) {
+  std::string bytes(header_size, '\0');
+  encode_header({.signature = 0x1234}, bytes.data());
+  EXPECT_EQ(hex(bytes.substr(6, 2)), "34 12");
 }
 
 TEST(FrameHeader, TimeoutRoundTripsAtOffset28) {
@@ -129,9 +138,14 @@ TEST(FrameHeader, RejectsBadMagic) {
   EXPECT_EQ(decode_header(http.data(), out, u32_max), header_errc::bad_magic);
 }
 
+// Version 1 (no signature, structs without lengths) is refused with a message that says which
+// version this build speaks.
 TEST(FrameHeader, RejectsOtherVersions) {
   EXPECT_EQ(decode_with(2, 0), header_errc::bad_version);
-  EXPECT_EQ(decode_with(2, 2), header_errc::bad_version);
+  EXPECT_EQ(decode_with(2, 1), header_errc::bad_version);
+  EXPECT_EQ(decode_with(2, 3), header_errc::bad_version);
+  EXPECT_EQ(to_string(header_errc::bad_version),
+            "unsupported protocol version (this build speaks corvid protocol version 2)");
   EXPECT_EQ(decode_with(2, '\xff'), header_errc::bad_version);
 }
 
@@ -231,6 +245,7 @@ TEST(StatusByte, ValuesAreFixed) {
       {rpc_errc::invalid_argument, 11},
       {rpc_errc::no_rdma_device, 12},
       {rpc_errc::client_busy, 13},
+      {rpc_errc::signature_mismatch, 14},
   };
   for (auto [code, value] : table) {
     EXPECT_EQ(static_cast<int>(code), value) << to_string(code);

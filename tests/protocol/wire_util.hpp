@@ -13,6 +13,7 @@
 #include "corvid/error.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/protocol/function_id.hpp"
+#include "corvid/protocol/signature.hpp"
 #include "corvid/server/request_context.hpp"
 
 // The doc's example functions. Global and in `ns`, because their names are part of the wire
@@ -61,7 +62,10 @@ std::string frame(frame_header h, std::string_view attachment, const Body&... bo
 // A request to F: the body is the argument tuple, typed as the server decodes it.
 template <auto F, class... Args>
 std::string request(std::uint64_t id, std::string_view attachment, Args&&... args) {
-  frame_header h{.type = msg_type::request, .request_id = id, .function_id = function_id<F>()};
+  frame_header h{.type = msg_type::request,
+                 .signature = signature_v<F>,
+                 .request_id = id,
+                 .function_id = function_id<F>()};
   return frame(h, attachment, corvid::detail::decoded_args_t<F>{std::forward<Args>(args)...});
 }
 

@@ -23,6 +23,7 @@
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/detail/request_encoder.hpp"
 #include "corvid/protocol/function_id.hpp"
+#include "corvid/protocol/signature.hpp"
 #include "corvid/rdma/ibv_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
 
@@ -133,8 +134,9 @@ class rpc_client {
  private:
   std::weak_ptr<detail::call_canceller> canceller() const noexcept;
   // Hands the call (one reference) and its encoded arguments to the connection.
-  void submit(detail::call_base* call, std::uint32_t function_id, std::string_view attachment,
-              std::chrono::milliseconds timeout, const detail::request_encoder& encode);
+  void submit(detail::call_base* call, std::uint32_t function_id, std::uint16_t signature,
+              std::string_view attachment, std::chrono::milliseconds timeout,
+              const detail::request_encoder& encode);
   template <class Rep, class Period>
   static std::chrono::milliseconds clamp(std::chrono::duration<Rep, Period> d) {
     // Round up, and never to 0, which would mean "no deadline".
@@ -186,7 +188,8 @@ class rpc_client {
         [](void* e, codec::string_sink& out) {
           (*static_cast<encode_t*>(e))(out);
         }};
-    submit(s, protocol::function_id<F>(), options.attachment, timeout, encoder);
+    submit(s, protocol::function_id<F>(), protocol::signature_v<F>, options.attachment, timeout,
+           encoder);
     return detail::call_ref<state>(s);
   }
 

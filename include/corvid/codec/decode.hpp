@@ -9,6 +9,7 @@
 // (docs/codec.md, "Decode budget"). Both kinds share one set of templates, parameterised on the
 // reader type R: the plain reader for the plain overloads, a budget_reader (a reader that also
 // carries the budget) for the others.
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "corvid/codec/bulk.hpp"
 #include "corvid/codec/concepts.hpp"
 #include "corvid/codec/decode_budget.hpp"
+#include "corvid/codec/enum_values.hpp"
 #include "corvid/codec/errc.hpp"
 #include "corvid/codec/reader.hpp"
 #include "corvid/codec/size.hpp"
@@ -208,7 +210,8 @@ template <class Variant, class R>
 decode_errc decode_variant(R& r, Variant& out) {
   std::uint32_t index = 0;
   if (auto ec = r.read_varint(index); ec != decode_errc::ok) return ec;
-  if (index >= std::variant_size_v<Variant>) return decode_errc::invalid_value;
+  // An alternative a newer peer appended, or corrupt input: either way not a value of Variant.
+  if (index >= std::variant_size_v<Variant>) return decode_errc::unknown_alternative;
   decode_errc ec = decode_errc::ok;
   visit_index<std::variant_size_v<Variant>>(index, [&](auto i) {
     if (out.index() != i) out.template emplace<i>();  // else reuse the current alternative
@@ -227,6 +230,66 @@ decode_errc decode_members(R& r, T& out) {
   return ec;
 }
 
+// A reader over bytes that r has already taken, charging r's budget if it has one.
+template <class R>
+R sub_reader(const R& r, std::string_view bytes) noexcept {
+  if constexpr (charges_v<R>) {
+    return R(reader(bytes), r.budget());
+  } else {
+    static_cast<void>(r);
+    return R(bytes);
+  }
+}
+
+// Gives the fields of out from index `first` on their default values: the trailing fields an
+// older peer's struct did not have. The defaults come from a value-initialised T, so default
+// member initialisers apply (like element default construction, assumed not to allocate).
+template <class T>
+decode_errc default_fields_from(T& out, std::size_t first) {
+  if constexpr (std::default_initializable<T> && std::is_move_assignable_v<T>) {
+    T fresh{};
+    with_indices<boost::pfr::tuple_size_v<T>>([&](auto... i) {
+      static_cast<void>(
+          ((i >= first ? (boost::pfr::get<i>(out) = std::move(boost::pfr::get<i>(fresh)), 0) : 0),
+           ...));
+    });
+    return decode_errc::ok;
+  } else {
+    static_cast<void>(out);
+    static_cast<void>(first);
+    return decode_errc::truncated;  // no default to give (a reference or const member)
+  }
+}
+
+// An evolvable aggregate: a byte length, then the fields. Fields past the end of those bytes
+// keep (get) their defaults; bytes left after the last known field are skipped. A field cut in
+// the middle by the length is truncated, not defaulted.
+template <class T, class R>
+decode_errc decode_evolvable(R& r, T& out) {
+  std::uint32_t n = 0;
+  if (auto ec = r.read_varint(n); ec != decode_errc::ok) return ec;
+  std::string_view body;
+  if (auto ec = r.read_bytes(n, body); ec != decode_errc::ok) return ec;
+  if constexpr (bulk_body_v<T>) {
+    if (body.size() >= sizeof(T)) [[likely]] {  // every field present: memory bytes == wire bytes
+      std::memcpy(static_cast<void*>(&out), body.data(), sizeof(T));
+      return decode_errc::ok;
+    }
+  }
+  R sub = sub_reader(r, body);
+  decode_errc ec = decode_errc::ok;
+  std::size_t decoded = 0;
+  for_each_member(out, [&](auto& member) {
+    if (ec != decode_errc::ok || sub.empty()) return;
+    ec = decode_value(sub, member);
+    ++decoded;
+  });
+  if (ec != decode_errc::ok) return ec;
+  if (decoded < boost::pfr::tuple_size_v<T>) [[unlikely]]
+    return default_fields_from(out, decoded);
+  return decode_errc::ok;
+}
+
 // Inline storage (optional, variant, array, tuple, aggregate) is charged as part of whatever
 // holds it; only the heap blocks of strings, vectors and map/set nodes are charged here.
 template <class T, class R>
@@ -240,6 +303,10 @@ decode_errc decode_value(R& r, T& out) {
     return decode_errc::ok;
   } else if constexpr (is_bulk_v<T>) {
     return r.read_raw(out);  // every byte pattern is a valid T
+  } else if constexpr (closed_enum<T>) {
+    if (auto ec = r.read_raw(out); ec != decode_errc::ok) return ec;
+    // A value only a newer peer's enum has (or corrupt input): refused, never passed on.
+    return is_known_enum_value(out) ? decode_errc::ok : decode_errc::unknown_alternative;
   } else if constexpr (k == kind::string || k == kind::string_view || k == kind::byte_span) {
     std::string_view bytes;
     if (auto ec = read_sized_bytes(r, bytes); ec != decode_errc::ok) return ec;
@@ -285,6 +352,8 @@ decode_errc decode_value(R& r, T& out) {
     return decode_variant(r, out);
   } else if constexpr (k == kind::empty) {
     return decode_errc::ok;
+  } else if constexpr (is_evolvable_v<T>) {
+    return decode_evolvable(r, out);
   } else if constexpr (k == kind::tuple || k == kind::aggregate) {
     return decode_members(r, out);
   } else {

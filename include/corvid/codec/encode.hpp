@@ -2,6 +2,7 @@
 // encode(): appends the wire form of a value to a sink. Each leaf asks the sink for its bytes
 // once (a string is one extend for varint + bytes, a vector of bulk elements one memcpy), with
 // no virtual calls and no temporary buffers.
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -33,6 +34,17 @@ char* append_space(Sink& out, std::size_t n) {
   return p;
 }
 
+// Writes into room already taken from a sink, whose size is exact: an evolvable struct takes
+// its length and all its fields in one extend, and its fields then only bump this pointer.
+struct reserved_sink {
+  char* pos;
+  char* extend(std::size_t n) noexcept {
+    char* p = pos;
+    pos += n;
+    return p;
+  }
+};
+
 template <class Sink>
 void encode_varint(Sink& out, std::uint32_t n) {
   write_varint(append_space(out, varint_size(n)), n);
@@ -60,8 +72,9 @@ void encode_value(Sink& out, const T& v) {
   constexpr kind k = kind_v<T>;
   if constexpr (k == kind::boolean) {
     *append_space(out, 1) = static_cast<bool>(v) ? 1 : 0;
-  } else if constexpr (is_bulk_v<T>) {
-    // scalars, and arrays/aggregates of them without padding: memory bytes == wire bytes
+  } else if constexpr (is_bulk_v<T> || k == kind::scalar) {
+    // scalars (closed enums too: checked on decode only), and arrays/frozen aggregates of bulk
+    // types without padding: memory bytes == wire bytes
     std::memcpy(append_space(out, sizeof(T)), &v, sizeof(T));
   } else if constexpr (k == kind::string || k == kind::string_view || k == kind::byte_span) {
     encode_bulk(out, v.data(), v.size());
@@ -95,6 +108,20 @@ void encode_value(Sink& out, const T& v) {
                                         [&](auto i) { encode_value(out, std::get<i>(v)); });
   } else if constexpr (k == kind::empty) {
     // std::monostate: nothing on the wire
+  } else if constexpr (is_evolvable_v<T>) {
+    // The byte length first, so a reader can skip fields it does not know. Sizing the fields
+    // is free when their size is fixed, and one pass over the lengths of the others; knowing
+    // it, the sink is asked for room once, for the length and every field together.
+    const std::uint32_t body = length_prefix(fields_size(v));
+    char* p = write_varint(append_space(out, varint_size(body) + body), body);
+    if constexpr (bulk_body_v<T>) {
+      std::memcpy(p, &v, sizeof(T));
+    } else {
+      reserved_sink fields{p};
+      for_each_member(v, [&](const auto& e) { encode_value(fields, e); });
+      // encoded_size is exact (tests and the codec fuzzer check it), so this holds.
+      assert(fields.pos == p + body);
+    }
   } else if constexpr (k == kind::tuple || k == kind::aggregate) {
     for_each_member(v, [&](const auto& e) { encode_value(out, e); });
   } else {

@@ -20,6 +20,16 @@ namespace corvid::codec {
 namespace detail {
 
 template <class T>
+consteval std::size_t min_size();
+
+// The smallest encoding of an aggregate's fields, without any length prefix.
+template <class T>
+consteval std::size_t fields_min_size() {
+  return with_indices<boost::pfr::tuple_size_v<T>>(
+      [](auto... i) { return (min_size<boost::pfr::tuple_element_t<i, T>>() + ... + 0); });
+}
+
+template <class T>
 consteval std::size_t min_size() {
   constexpr kind k = kind_v<T>;
   if constexpr (k == kind::boolean) {
@@ -35,14 +45,25 @@ consteval std::size_t min_size() {
       return (min_size<std::remove_reference_t<std::tuple_element_t<i, T>>>() + ... + 0);
     });
   } else if constexpr (k == kind::aggregate) {
-    return with_indices<boost::pfr::tuple_size_v<T>>(
-        [](auto... i) { return (min_size<boost::pfr::tuple_element_t<i, T>>() + ... + 0); });
+    // An evolvable struct from an older peer may stop after any field: only its length is sure.
+    return is_evolvable_v<T> ? 1 : fields_min_size<T>();
   } else {
     return 1;  // everything else starts with a tag, index, length or count byte
   }
 }
 
 inline constexpr std::size_t not_fixed = std::numeric_limits<std::size_t>::max();
+
+template <class T>
+consteval std::size_t fixed_size();
+
+// The encoded size of an aggregate's fields, without any length prefix, when each has a fixed
+// size. Not fields_min_size: a nested evolvable struct's minimum is its length byte alone.
+template <class T>
+consteval std::size_t fields_fixed_size() {
+  return with_indices<boost::pfr::tuple_size_v<T>>(
+      [](auto... i) { return (fixed_size<boost::pfr::tuple_element_t<i, T>>() + ... + 0); });
+}
 
 // The encoded size shared by every value of T, or not_fixed.
 template <class T>
@@ -67,7 +88,18 @@ consteval std::size_t fixed_size() {
         });
       }
     }();
-    return all_fixed ? min_size<T>() : not_fixed;
+    if constexpr (!all_fixed) {
+      return not_fixed;
+    } else if constexpr (k == kind::tuple) {
+      return with_indices<std::tuple_size_v<T>>([](auto... i) {
+        return (fixed_size<std::remove_reference_t<std::tuple_element_t<i, T>>>() + ... + 0);
+      });
+    } else if constexpr (is_evolvable_v<T>) {
+      constexpr std::size_t body = fields_fixed_size<T>();
+      return varint_size(static_cast<std::uint32_t>(body)) + body;
+    } else {
+      return fields_fixed_size<T>();
+    }
   } else {
     return not_fixed;
   }
@@ -89,6 +121,18 @@ std::size_t elements_size(const Range& r, std::size_t n) {
   } else {
     std::size_t total = 0;
     for (const auto& e : r) total += size_of(e);
+    return total;
+  }
+}
+
+// The fields of a tuple or aggregate, without the length prefix of an evolvable one.
+template <class T>
+std::size_t fields_size(const T& v) {
+  if constexpr (kind_v<T> == kind::aggregate && fixed_encoded_size_v<T> != not_fixed) {
+    return fields_fixed_size<T>();
+  } else {
+    std::size_t total = 0;
+    for_each_member(v, [&](const auto& e) { total += size_of(e); });
     return total;
   }
 }
@@ -119,10 +163,11 @@ std::size_t size_of(const T& v) {
     visit_index<std::variant_size_v<T>>(v.index(),
                                         [&](auto i) { total += size_of(std::get<i>(v)); });
     return total;
+  } else if constexpr (is_evolvable_v<T>) {
+    const std::size_t body = fields_size(v);
+    return varint_size(length_prefix(body)) + body;
   } else if constexpr (k == kind::tuple || k == kind::aggregate) {
-    std::size_t total = 0;
-    for_each_member(v, [&](const auto& e) { total += size_of(e); });
-    return total;
+    return fields_size(v);
   } else {
     static_assert(always_false<T>, "corvid::codec: unsupported type (see docs/codec.md)");
   }

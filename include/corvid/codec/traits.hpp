@@ -22,6 +22,8 @@
 
 #include <boost/pfr.hpp>
 
+#include "corvid/codec/layout.hpp"
+
 // Fixed-width values are copied as they sit in memory, which is the wire format only here.
 static_assert(std::endian::native == std::endian::little,
               "corvid::codec assumes a little-endian host");
@@ -47,7 +49,8 @@ enum class kind {
   variant,      // varint index + alternative
   empty,        // std::monostate: no bytes
   tuple,        // std::tuple / std::pair: elements in order, no prefix
-  aggregate,    // plain aggregate struct, via Boost.PFR: fields in order, no prefix
+  aggregate,    // plain aggregate struct, via Boost.PFR: varint byte length + fields in order
+                // (evolvable), or the fields alone when the type opts into the frozen layout
 };
 
 template <class T>
@@ -165,6 +168,12 @@ consteval kind classify() {
 // The kind of T, ignoring top-level const/volatile.
 template <class T>
 inline constexpr kind kind_v = classify<std::remove_cv_t<T>>();
+
+// An aggregate in the evolvable layout (a byte length before its fields), as opposed to a frozen
+// one (layout.hpp).
+template <class T>
+inline constexpr bool is_evolvable_v =
+    kind_v<T> == kind::aggregate && !enable_frozen_layout<std::remove_cv_t<T>>;
 
 // Calls f(std::integral_constant<std::size_t, I>{}...) for I in [0, N): compile-time loops.
 template <std::size_t N, class F>

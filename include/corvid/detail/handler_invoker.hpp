@@ -21,6 +21,7 @@
 #include "corvid/detail/switch_to.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/protocol/function_id.hpp"
+#include "corvid/protocol/signature.hpp"
 #include "corvid/server/request_context.hpp"
 
 namespace corvid::detail {
@@ -29,6 +30,7 @@ namespace corvid::detail {
 struct request_view {
   std::uint64_t request_id;
   std::uint32_t function_id;
+  std::uint16_t signature;  // the caller's fingerprint of the function; 0 = not stated
   std::string_view body;
   std::string_view attachment;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -80,6 +82,22 @@ void send_value(reply_channel& ch, std::uint64_t id, request_context& ctx, const
   if (out == nullptr) return;
   (codec::encode(*out, value), ...);
   ch.end_reply(&ctx);
+}
+
+// Answers a request whose caller's signature fingerprint is not the handler's.
+[[gnu::cold]] void refuse_signature(reply_channel& ch, std::uint64_t request_id,
+                                    std::string_view function, std::uint16_t caller,
+                                    std::uint16_t handler);
+
+// False (and the request answered signature_mismatch) when the caller stated a fingerprint
+// and it is not F's: its arguments were encoded for other types, so they are not decoded.
+template <auto F>
+[[gnu::always_inline]] inline bool signature_matches(reply_channel& ch, const request_view& req) {
+  if (req.signature == protocol::signature_v<F> || req.signature == 0) [[likely]]
+    return true;
+  refuse_signature(ch, req.request_id, protocol::function_name<F>(), req.signature,
+                   protocol::signature_v<F>);
+  return false;
 }
 
 // Answers a request whose arguments did not decode (out of the hot path).
@@ -135,6 +153,7 @@ template <auto F>
 template <auto F>
 void invoke_sync(void* object, reply_channel& ch, const request_view& req) {
   using result = typename function_traits<decltype(F)>::result_type;
+  if (!signature_matches<F>(ch, req)) return;
   decoded_args_t<F> args;
   if (!decode_arguments<F>(ch, req, req.body, args)) return;
   request_context ctx(ch, req.request_id, req.function_id, req.attachment, req.deadline);
@@ -224,6 +243,7 @@ detached run_coroutine_call(void* object, coroutine_call<F>* call) {
 
 template <auto F>
 void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) {
+  if (!signature_matches<F>(ch, req)) return;
   // The call's state and its copy of the request are charged before they are allocated,
   // like everything a peer makes the server hold.
   const std::size_t cost = coroutine_call_cost<F> + req.body.size() + req.attachment.size();

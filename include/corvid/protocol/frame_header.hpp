@@ -10,7 +10,8 @@ namespace corvid::protocol {
 
 inline constexpr std::uint8_t magic0 = 'C';
 inline constexpr std::uint8_t magic1 = 'V';
-inline constexpr std::uint8_t current_version = 1;
+// 2: evolvable structs in bodies (docs/codec.md) and the signature fingerprint at offset 6.
+inline constexpr std::uint8_t current_version = 2;
 inline constexpr std::size_t header_size = 32;
 inline constexpr std::uint32_t default_max_frame_size = 64u << 20;  // body + attachment
 
@@ -30,6 +31,9 @@ struct frame_header {
   msg_type type = msg_type::request;
   std::uint8_t flags = 0;
   rpc_errc status = rpc_errc::ok;
+  // Requests: the caller's signature fingerprint of the function (protocol/signature.hpp),
+  // 0 = not stated (the server then does not check it). Zero in other frames.
+  std::uint16_t signature = 0;
   std::uint64_t request_id = 0;
   std::uint32_t function_id = 0;
   std::uint32_t body_length = 0;
