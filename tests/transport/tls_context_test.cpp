@@ -81,6 +81,46 @@ TEST(tls_context, requiring_client_certificates_needs_a_ca) {
   EXPECT_NE(e.message().find("ca_file"), std::string::npos) << e.message();
 }
 
+// Runs a handshake between the two contexts in memory (a BIO pair): the name of what they
+// agreed on, or the error.
+std::string handshake(asio::ssl::context& server, asio::ssl::context& client,
+                      long client_max_version = 0) {
+  SSL* s = SSL_new(server.native_handle());
+  SSL* c = SSL_new(client.native_handle());
+  if (client_max_version != 0) SSL_set_max_proto_version(c, client_max_version);
+  BIO *sb = nullptr, *cb = nullptr;
+  BIO_new_bio_pair(&sb, 0, &cb, 0);
+  SSL_set_bio(s, sb, sb);
+  SSL_set_bio(c, cb, cb);
+  SSL_set_accept_state(s);
+  SSL_set_connect_state(c);
+  expect_server_name(c, "localhost");
+  std::string result;
+  for (int i = 0; i < 20 && result.empty(); ++i) {
+    const int rc = SSL_do_handshake(c);
+    const int rs = SSL_do_handshake(s);
+    if (rc == 1 && rs == 1) {
+      result = std::string(SSL_get_version(c)) + " " + SSL_get_cipher_name(c);
+    } else if ((rc != 1 && SSL_get_error(c, rc) == SSL_ERROR_SSL) ||
+               (rs != 1 && SSL_get_error(s, rs) == SSL_ERROR_SSL)) {
+      result = "failed";
+    }
+  }
+  SSL_free(s);
+  SSL_free(c);
+  return result;
+}
+
+TEST(tls_context, tls13_with_aes128_gcm_first_and_nothing_below_tls12) {
+  auto server = make_tls_context(good_server(), tls_role::server);
+  auto client = make_tls_context({.ca_file = certs().ca}, tls_role::client);
+  ASSERT_TRUE(server.has_value());
+  ASSERT_TRUE(client.has_value());
+  EXPECT_EQ(handshake(**server, **client), "TLSv1.3 TLS_AES_128_GCM_SHA256");
+  EXPECT_EQ(handshake(**server, **client, TLS1_2_VERSION), "TLSv1.2 ECDHE-ECDSA-AES128-GCM-SHA256");
+  EXPECT_EQ(handshake(**server, **client, TLS1_1_VERSION), "failed");
+}
+
 TEST(tls_context, failures_are_described_in_words) {
   EXPECT_EQ(describe_tls_failure({}, X509_V_ERR_CERT_HAS_EXPIRED),
             "certificate verify failed: certificate has expired");
