@@ -16,8 +16,7 @@
 
 namespace corvid::detail {
 namespace {
-// Read room starts at 4 KiB and doubles while reads fill it (see the server).
-constexpr std::size_t max_read_room = 256 * 1024;
+constexpr std::size_t max_read_room = read_room::max;
 constexpr std::size_t idle_read_buffer = 8 * 1024;
 }  // namespace
 
@@ -340,7 +339,7 @@ void client_connection::fail_all(rpc_error e) {
   timer_armed_for_ = std::chrono::steady_clock::time_point::max();
   read_buf_.clear();
   read_buf_.shrink_to(idle_read_buffer);
-  read_room_ = 4096;
+  read_room_.reset();
   std::uint64_t written;
   {
     std::lock_guard lk(mutex_);
@@ -575,7 +574,7 @@ void client_connection::flush() {
         std::swap(out_, sending_);
         pinned_sending_.swap(pinned_out_);
       } else {
-        // The seed-002 baseline: one request per write. Client queues hold no owned
+        // coalesce_writes off, the baseline: one request per write. Client queues hold no owned
         // segments, so the first frame is the first contiguous bytes.
         protocol::frame_header h;
         protocol::decode_header(out_.at(0), h, UINT32_MAX);
@@ -608,7 +607,7 @@ void client_connection::start_write() {
 
 void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
   stats_.on_write(sending_.frames(), write_calls_, n);
-  if (write_calls_ >= 2) last_heard_ = std::chrono::steady_clock::now();  // server drained it
+  if (peer_drained(write_calls_)) last_heard_ = std::chrono::steady_clock::now();
   sending_.clear();
   {
     std::lock_guard lk(mutex_);
@@ -625,7 +624,7 @@ void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec,
 // ---- reading --------------------------------------------------------------------------
 
 void client_connection::start_reading(std::uint64_t epoch) {
-  read_buf_.prepare_read(read_room_, 4096);
+  read_buf_.prepare_read(read_room_.get(), read_room::initial);
   byte_stream& stream = *stream_;
   stream.async_read_some(
       read_buf_.tail(), read_buf_.tail_room(), nullptr,
@@ -646,7 +645,7 @@ void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, 
     }
     return;
   }
-  if (n == read_buf_.tail_room() && read_room_ < max_read_room) read_room_ *= 2;
+  read_room_.after_read(n, read_buf_.tail_room());
   read_buf_.commit(n);
   stats_.on_read(n);
   last_heard_ = std::chrono::steady_clock::now();

@@ -23,6 +23,7 @@
 #include "corvid/detail/request_encoder.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
+#include "../transport/read_room.hpp"
 #include "../transport/stats_counters.hpp"
 #include "call_table.hpp"
 #include "deadline_list.hpp"
@@ -164,7 +165,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   std::uint64_t write_calls_ = 0;
   stats_counters stats_;
   bool dispatching_ = false;
-  std::size_t read_room_ = 4096;
+  read_room read_room_;
   std::size_t largest_reply_ = 0;  // in the current read batch
 
   // Shared state, under mutex_.

@@ -1,5 +1,5 @@
 #pragma once
-// The server's memory trackers and the per-connection accounting built on them (issue 5):
+// The server's memory trackers and the per-connection accounting built on them:
 //
 //   process
 //   └─ server                 server_config::max_memory

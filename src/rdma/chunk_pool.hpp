@@ -1,7 +1,7 @@
 #pragma once
 // Registered-memory chunks of one fixed size, shared by every RDMA connection on a device.
-// Registering memory costs far more than copying it (seed 000), so chunks are registered
-// once and cached. The pool never holds more than its watermark of registered bytes: a
+// Registering memory costs far more than copying it (a syscall and page pinning), so chunks are
+// registered once and cached. The pool never holds more than its watermark of registered bytes: a
 // request past it fails, and the caller refuses the connection that asked, while connections
 // that already hold their chunks carry on. Free chunks unused for the idle time go back to
 // the system: on every acquire/release, and on the timer schedule_trim() asks for.

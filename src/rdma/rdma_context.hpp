@@ -2,7 +2,7 @@
 // What init_ibv() opens: the verbs device with its protection domain, shared by every
 // endpoint of the process that names the same provider, device, port and GID index, and a
 // chunk pool on it, shared by every endpoint configured with the same chunk size, watermark
-// and idle time (seed 000: one registered-memory pool per device).
+// and idle time: memory registration is per device and costly, so it is done once and shared.
 #include <memory>
 #include <string>
 

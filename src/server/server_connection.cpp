@@ -17,9 +17,7 @@
 
 namespace corvid::detail {
 namespace {
-// Reads offer the kernel 4 KiB at first; each read that fills its room doubles it (up to
-// max_read_room), so a busy connection takes many frames per recv.
-constexpr std::size_t max_read_room = 256 * 1024;
+constexpr std::size_t max_read_room = read_room::max;
 // Error messages (a handler's what() included) are cut to this: an error frame is charged
 // by force, so its size must be bounded.
 constexpr std::size_t max_error_message = 4096;
@@ -264,11 +262,12 @@ void server_connection::read_more() {
     return;
   }
   // Growing the read room is reserved first; without memory the current buffer must do.
-  if (read_room_ > read_buf_.capacity() && !mem_.reserve_read_speculative(read_room_)) {
-    read_room_ = std::max<std::size_t>(read_buf_.capacity(), 1);
+  if (read_room_.get() > read_buf_.capacity() && !mem_.reserve_read_speculative(read_room_.get())) {
+    read_room_.cap(read_buf_.capacity());
   }
   const std::size_t free_room = read_buf_.capacity() - read_buf_.size();
-  read_buf_.prepare_read(read_room_, std::clamp<std::size_t>(free_room, 1, 4096));
+  read_buf_.prepare_read(read_room_.get(),
+                         std::clamp<std::size_t>(free_room, 1, read_room::initial));
   mem_.settle_read(read_buf_.capacity());
   reading_ = true;
   auto done = [self = std::static_pointer_cast<server_connection>(shared_from_this())](
@@ -307,7 +306,7 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
     close_if_done();
     return;
   }
-  if (n == read_buf_.tail_room() && read_room_ < max_read_room) read_room_ *= 2;
+  read_room_.after_read(n, read_buf_.tail_room());
   read_buf_.commit(n);
   core_.stats.on_read(n);
   read_time_ = std::chrono::steady_clock::now();  // deadlines count from arrival
@@ -351,8 +350,8 @@ void server_connection::reclaim_read_buffer() {
 
 void server_connection::shrink_idle_read_buffer() {
   read_buf_.shrink_to(core_.config.read_buffer_size);
-  read_room_ = std::min(read_room_, core_.config.read_buffer_size);  // regrow only by use
-  mem_.settle_read(read_buf_.capacity());  // releases, and wakes the waiters
+  read_room_.cap(core_.config.read_buffer_size);  // regrow only by use
+  mem_.settle_read(read_buf_.capacity());         // releases, and wakes the waiters
 }
 
 void server_connection::on_peer_finished() {
@@ -534,8 +533,8 @@ bool server_connection::grow_for_frame(const protocol::frame_header& h, std::uin
   // with partial frames that all wait for memory. A frame larger than a quarter of the read
   // memory is granted at its header, as such a grant might otherwise never fit.
   if (whole <= core_.memory.read_buffers.limit() / 4) {
-    const std::size_t want = buffer_pool::class_size(
-        std::min<std::size_t>(h.frame_size(), std::max({2 * have, read_room_, std::size_t{4096}})));
+    const std::size_t want = buffer_pool::class_size(std::min<std::size_t>(
+        h.frame_size(), std::max({2 * have, read_room_.get(), read_room::initial})));
     if (want <= std::max(max_read_room, read_buf_.capacity()) &&
         mem_.reserve_read_speculative(want)) {
       read_buf_.reserve(want);
@@ -840,7 +839,8 @@ void server_connection::frame_queued() {
 }
 
 void server_connection::write_each() {
-  // The seed-002 baseline: one blocking write syscall per reply, no batching at all.
+  // coalesce_writes off, the baseline it is measured against: one blocking write syscall
+  // per reply, no batching at all.
   if (writing_ || closed_) return;
   std::error_code ec;
   std::uint64_t calls = 0;
@@ -897,7 +897,7 @@ void server_connection::flush(time_point now) {
 void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   writing_ = false;
   core_.stats.on_write(sending_.frames(), write_calls_, n);
-  if (write_calls_ >= 2) last_heard_ = std::chrono::steady_clock::now();  // peer drained it
+  if (peer_drained(write_calls_)) last_heard_ = std::chrono::steady_clock::now();
   sending_.clear();
   if (ec) {
     close();

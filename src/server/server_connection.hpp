@@ -16,6 +16,7 @@
 
 #include "../memory/server_memory.hpp"
 #include "../transport/byte_stream.hpp"
+#include "../transport/read_room.hpp"
 #include "running_calls.hpp"
 
 namespace corvid::rdma {
@@ -139,9 +140,9 @@ class server_connection final : public reply_channel {
   std::string peer_;
   connection_memory mem_;  // before read_buf_: charged for it from the start
   byte_buffer read_buf_;
-  outbound_queue pending_;        // replies queued while a write is in flight
-  outbound_queue sending_;        // the write in flight
-  std::size_t read_room_ = 4096;  // grows while reads fill it
+  outbound_queue pending_;  // replies queued while a write is in flight
+  outbound_queue sending_;  // the write in flight
+  read_room read_room_;
   // Bytes of a refused frame still to be discarded as they arrive (a frame that could never
   // fit the memory limit: answered message_too_large, then skipped, not stored).
   std::uint64_t skip_ = 0;

@@ -50,7 +50,8 @@ class server_core {
   ~server_core();
 
   void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn);
-  // Immutable once started, so reactors read it without locks (seed 003's lesson).
+  // Immutable once started, so reactors read it without locks: a lock taken per request
+  // by every reactor would serialise them.
   const handler_entry* find(std::uint32_t id) const noexcept {
     auto it = handlers_.find(id);
     return it == handlers_.end() ? nullptr : &it->second;

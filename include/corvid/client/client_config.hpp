@@ -20,7 +20,7 @@ struct client_config {
   // Reactors to run on; null = io_pool::default_pool().
   io_pool* pool = nullptr;
   // Requests queued while a write is in flight leave together in one gather write.
-  // Off = one request per write syscall (for the seed-002 comparison).
+  // Off = one request per write syscall (the baseline the benchmark compares).
   bool coalesce_writes = true;
   // Request attachments at least this large are written from the caller's memory instead of
   // being copied (0 = always copy). The call then completes only after its bytes are written.

@@ -1,5 +1,5 @@
 #pragma once
-// client_pool: many callers share a few connections to one endpoint (seed 000).
+// client_pool: many callers share a few connections to one endpoint.
 //
 //   auto pool = corvid::client_pool::create("127.0.0.1:9000", {});
 //   auto r = co_await pool->call<echo>("hello");             // expected<std::string, rpc_error>

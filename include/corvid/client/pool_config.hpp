@@ -10,7 +10,7 @@ struct pool_config {
   // At most this many connections to the endpoint.
   std::size_t max_connections = 4;
   // Calls in flight on a connection before another connection is opened: small calls
-  // pipeline on few connections, where write coalescing merges them (seed 000).
+  // pipeline on few connections, where write coalescing merges them.
   std::size_t max_in_flight_per_connection = 128;
   // true: connect on first use; false: create() starts one connection at once.
   bool lazy_connect = true;

@@ -76,7 +76,7 @@ class rpc_client {
   // never throws.
   // Connecting again replaces the connection (its pending calls end with connection_closed).
   connect_awaiter connect(std::string_view endpoint);
-  // Connect over RDMA from now on (seed 000): opens the verbs device and its registered-memory
+  // Connect over RDMA from now on: opens the verbs device and its registered-memory
   // pool; the next connect() exchanges queue-pair details over TCP, then every call travels
   // over the queue pair. Errors: no_rdma_device (no device, or the provider is not built in),
   // invalid_argument. Never falls back to TCP.

@@ -1,6 +1,6 @@
 #pragma once
 // A memory limit given in bytes or as a share of the machine's RAM, resolved to bytes when a
-// tracker is built from it. Shares follow seed 003's read-buffer limit (5% of RAM there).
+// tracker is built from it.
 #include <cstddef>
 #include <limits>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Hierarchical memory accounting (seed 003's MemTracker): every node has a limit, a current
+// Hierarchical memory accounting: every node has a limit, a current
 // and a peak, and a charge to a node is a charge to each of its ancestors up to the root.
 // try_reserve() fails, leaving every node as it was, when any node on the path would exceed
 // its limit; that is how the server decides to stop reading instead of allocating.

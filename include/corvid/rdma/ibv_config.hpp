@@ -1,6 +1,6 @@
 #pragma once
-// RDMA settings for rpc_server::init_ibv() / rpc_client::init_ibv(). The defaults follow
-// seed 000: 256 KiB registered chunks, 8 pre-posted receives and a send window of 2 per
+// RDMA settings for rpc_server::init_ibv() / rpc_client::init_ibv(). The defaults:
+// 256 KiB registered chunks, 8 pre-posted receives and a send window of 2 per
 // connection, so one connection holds (8 + 2) x 256 KiB = 2.5 MiB of registered memory.
 #include <chrono>
 #include <cstddef>

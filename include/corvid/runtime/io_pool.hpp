@@ -1,6 +1,6 @@
 #pragma once
 // A pool of reactors: one asio::io_context per thread. Each connection lives on exactly one
-// reactor for its whole life, so its state needs no locks (design brief, layer 6).
+// reactor for its whole life, so its state needs no locks.
 #include <atomic>
 #include <cstddef>
 #include <functional>

@@ -1,6 +1,6 @@
 #pragma once
 // Counters of what crossed a connection's socket. The benchmark reports RPCs per write
-// syscall from these (seed 002: one reply per packet wastes syscalls and packets).
+// syscall from these (one reply per write wastes syscalls and packets).
 #include <cstdint>
 
 namespace corvid {

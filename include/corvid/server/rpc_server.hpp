@@ -54,7 +54,7 @@ class rpc_server {
      ...);
   }
 
-  // Accept RDMA clients too (seed 000): opens the verbs device and its registered-memory
+  // Accept RDMA clients too: opens the verbs device and its registered-memory
   // pool. Before start(). TCP clients are still served on the same port. Errors:
   // no_rdma_device (no device, or the provider is not built in), invalid_argument.
   rpc_error init_ibv(ibv_config config = {});

@@ -67,7 +67,7 @@ struct server_config {
   // frame that does not fit the read buffer still waits: it cannot be read without memory).
   bool busy_at_memory_limit = false;
   // Write coalescing: replies queued while a write is in flight leave together in one
-  // gather write. Off = one frame per write syscall (for the seed-002 comparison).
+  // gather write. Off = one frame per write syscall (the baseline the benchmark compares).
   bool coalesce_writes = true;
   // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
   std::function<void(std::size_t)> on_thread_start;
