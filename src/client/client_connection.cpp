@@ -596,12 +596,16 @@ void client_connection::flush() {
   }
 }
 
+std::shared_ptr<byte_stream> client_connection::tls_keep() const {
+  return stream_->is_tls() ? stream_ : nullptr;
+}
+
 void client_connection::start_write() {
   write_calls_ = 0;
   byte_stream& stream = *stream_;
   stream.async_write(
       sending_.buffers(), &write_calls_, &last_heard_, nullptr,
-      [self = shared_from_this(), keep = stream_, epoch = epoch_](
+      [self = shared_from_this(), keep = tls_keep(), epoch = epoch_](
           const std::error_code& ec, std::size_t n) { self->on_write(epoch, ec, n); });
 }
 
@@ -628,7 +632,7 @@ void client_connection::start_reading(std::uint64_t epoch) {
   byte_stream& stream = *stream_;
   stream.async_read_some(
       read_buf_.tail(), read_buf_.tail_room(), nullptr,
-      [self = shared_from_this(), keep = stream_, epoch](const std::error_code& ec, std::size_t n) {
+      [self = shared_from_this(), keep = tls_keep(), epoch](const std::error_code& ec, std::size_t n) {
         self->on_read(epoch, ec, n);
       });
 }

@@ -151,6 +151,11 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // The bytes: a socket, TLS on it, or RDMA. A new one per connect; the read and write
   // handlers keep theirs alive (a TLS stream must outlive its operations).
   std::shared_ptr<byte_stream> stream_;
+  // What a read or write handler holds of the stream: a TLS stream (its channel's socket
+  // operations use it until they complete, even after a reconnect replaced it); nothing for
+  // a socket or RDMA stream, which outlive their operations on their own (an RDMA stream
+  // keeps its handlers inside it: holding it from them would be a cycle).
+  std::shared_ptr<byte_stream> tls_keep() const;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;

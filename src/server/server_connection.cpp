@@ -689,13 +689,13 @@ void server_connection::cancel_running(std::uint64_t request_id) {
   request_context* c = running_.find(request_id);  // O(1): a peer may send cancels by the million
   if (c != nullptr && !c->cancelled()) {
     core_.stats.on_cancelled();
-    c->cancel();
+    request_context_access::cancel(*c);
   }
 }
 
 void server_connection::cancel_all_running() {
   // cancel() only emits a signal and resumes nothing inline, so the index stays as it is.
-  running_.for_each([](request_context* c) { c->cancel(); });
+  running_.for_each([](request_context* c) { request_context_access::cancel(*c); });
 }
 
 void server_connection::on_rdma_setup(const protocol::frame_header& h, const char* payload) {
@@ -780,19 +780,18 @@ bool server_connection::retry_reply(std::uint64_t request_id, std::size_t frame_
 
 void server_connection::end_reply(request_context* ctx) {
   const std::size_t body = pending_.mark() - reply_mark_ - protocol::header_size;
-  const bool owned = ctx != nullptr && ctx->response_attachment_owned();
-  const std::size_t attachment = ctx == nullptr ? 0
-                                 : owned        ? ctx->owned_attachment_size()
-                                                : ctx->response_attachment_view().size();
+  using access = request_context_access;
+  const bool owned = ctx != nullptr && access::attachment_owned(*ctx);
+  const std::size_t attachment = ctx == nullptr ? 0 : access::attachment_size(*ctx);
   protocol::frame_header h;
   h.type = protocol::msg_type::response;
   h.request_id = reply_id_;
   h.body_length = static_cast<std::uint32_t>(body);
   h.attachment_length = static_cast<std::uint32_t>(attachment);
   if (owned) {
-    pending_.append_owned(ctx->take_owned_attachment());
+    pending_.append_owned(access::take_owned_attachment(*ctx));
   } else if (ctx != nullptr) {
-    pending_.append(ctx->response_attachment_view());
+    pending_.append(access::attachment_view(*ctx));
   }
   protocol::encode_header(h, pending_.at(reply_mark_));
   reply_open_ = false;
@@ -856,16 +855,17 @@ void server_connection::write_each() {
 
 void server_connection::call_started(request_context& ctx) noexcept {
   ++in_flight_;
-  ctx.memory_charge = mem_.take_admitted();  // the call keeps its request bytes and state
+  // The call keeps its request bytes and state.
+  request_context_access::memory_charge(ctx) = mem_.take_admitted();
   running_.insert(&ctx);  // admit_request refused a duplicate id; dispatch reserved the slot
-  if (closed_ || peer_finished_) ctx.cancel();  // nobody will read its reply
+  if (closed_ || peer_finished_) request_context_access::cancel(ctx);  // nobody reads its reply
   core_.handler_started();
 }
 
 void server_connection::call_finished(request_context& ctx) noexcept {
   --in_flight_;
   running_.erase(&ctx);
-  mem_.call_done(std::exchange(ctx.memory_charge, 0));
+  mem_.call_done(std::exchange(request_context_access::memory_charge(ctx), 0));
   last_activity_ = std::chrono::steady_clock::now();
   core_.handler_finished();
   if (waiting_calls_ && in_flight_ < core_.config.max_calls_per_connection && !closed_) {

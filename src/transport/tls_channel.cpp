@@ -95,11 +95,12 @@ std::error_code tls_channel::ssl_error(int r) {
 // ---- handshake ----------------------------------------------------------------------------
 
 void tls_channel::async_handshake(std::function<void(const std::error_code&)> done) {
-  handshake_done_ = std::move(done);
-  handshake_step();
+  handshake_step(std::move(done));
 }
 
-void tls_channel::handshake_step() {
+// The handler travels inside the socket operations, never in a member: the operations own
+// it, so a reactor torn down with them pending destroys it (and what it keeps alive).
+void tls_channel::handshake_step(std::function<void(const std::error_code&)> done) {
   ::ERR_clear_error();
   const int r = ::SSL_do_handshake(ssl_);
   const bool finished = r == 1;
@@ -107,25 +108,26 @@ void tls_channel::handshake_step() {
     const auto ec = ssl_error(r);
     // The alert telling the peer why goes out first, best effort.
     if (!out_.empty()) {
-      write_socket([this, ec](const std::error_code&) { std::exchange(handshake_done_, {})(ec); });
+      write_socket([ec, done = std::move(done)](const std::error_code&) { done(ec); });
     } else {
-      std::exchange(handshake_done_, {})(ec);
+      done(ec);
     }
     return;
   }
-  auto next = [this, finished](const std::error_code& ec) {
+  auto next = [this, finished, done = std::move(done)](const std::error_code& ec) mutable {
     if (ec || finished) {
-      std::exchange(handshake_done_, {})(ec);
+      done(ec);
       return;
     }
     socket_.async_read_some(asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
-                            [this](const std::error_code& e, std::size_t n) {
+                            [this, done = std::move(done)](const std::error_code& e,
+                                                           std::size_t n) mutable {
                               if (e) {
-                                std::exchange(handshake_done_, {})(e);
+                                done(e);
                                 return;
                               }
                               in_end_ += n;
-                              handshake_step();
+                              handshake_step(std::move(done));
                             });
   };
   if (!out_.empty()) {
@@ -140,14 +142,14 @@ void tls_channel::handshake_step() {
 void tls_channel::async_read_some(char* data, std::size_t size, rdma::io_handler done) {
   read_data_ = data;
   read_size_ = size;
-  read_done_ = std::move(done);
   std::error_code ec;
   std::size_t n = 0;
   if (try_read(ec, n)) {  // from records already received: completes later, as a recv would
-    asio::post(socket_.get_executor(), [this, ec, n] { read_done_(ec, n); });
+    asio::post(socket_.get_executor(),
+               [done = std::move(done), ec, n]() mutable { done(ec, n); });
     return;
   }
-  read_socket();
+  read_socket(std::move(done));
 }
 
 bool tls_channel::try_read(std::error_code& ec, std::size_t& n) {
@@ -204,12 +206,13 @@ void tls_channel::compact_input() {
   }
 }
 
-void tls_channel::read_socket() {
+void tls_channel::read_socket(rdma::io_handler done) {
   compact_input();
   socket_.async_read_some(asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
-                          [this](const std::error_code& ec, std::size_t got) {
+                          [this, done = std::move(done)](const std::error_code& ec,
+                                                         std::size_t got) mutable {
                             if (ec) {
-                              read_done_(ec, 0);
+                              done(ec, 0);
                               return;
                             }
                             last_recv_full_ = got == in_room_ - in_end_;
@@ -218,9 +221,9 @@ void tls_channel::read_socket() {
                             std::error_code e;
                             std::size_t n = 0;
                             if (try_read(e, n)) {
-                              read_done_(e, n);
+                              done(e, n);
                             } else {
-                              read_socket();  // not a whole record yet
+                              read_socket(std::move(done));  // not a whole record yet
                             }
                           });
 }
@@ -247,8 +250,9 @@ void tls_channel::grow_chunk() {
 
 // ---- writing ------------------------------------------------------------------------------
 
-void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers, std::uint64_t* writes,
-                              time_point* progress, time_point* moved, rdma::io_handler done) {
+void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers,
+                              std::uint64_t* writes, time_point* progress, time_point* moved,
+                              rdma::io_handler done) {
   write_buffers_ = &buffers;
   write_index_ = write_offset_ = 0;
   write_total_ = 0;
@@ -256,15 +260,16 @@ void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers, st
   write_calls_ = writes;
   write_progress_ = progress;
   write_moved_ = moved;
-  write_done_ = std::move(done);
   if (write_error_ || write_total_ == 0) {
-    asio::post(socket_.get_executor(), [this] { write_done_(write_error_, 0); });
+    asio::post(socket_.get_executor(), [done = std::move(done), ec = write_error_]() mutable {
+      done(ec, 0);
+    });
     return;
   }
-  pump_write();
+  pump_write(std::move(done));
 }
 
-void tls_channel::pump_write() {
+void tls_channel::pump_write(rdma::io_handler done) {
   // Records of up to 16 KiB each, from the queued buffers, until a chunk is gathered.
   const auto& buffers = *write_buffers_;
   while (write_index_ < buffers.size() && out_.size() < chunk_) {
@@ -272,10 +277,11 @@ void tls_channel::pump_write() {
     const std::size_t take = std::min(b.size() - write_offset_, chunk_ - out_.size());
     std::size_t written = 0;
     ::ERR_clear_error();
-    if (take != 0 && ::SSL_write_ex(ssl_, static_cast<const char*>(b.data()) + write_offset_, take,
-                                    &written) != 1) {
+    if (take != 0 &&
+        ::SSL_write_ex(ssl_, static_cast<const char*>(b.data()) + write_offset_, take, &written) !=
+            1) {
       write_error_ = ssl_error(0);
-      write_done_(write_error_, 0);
+      done(write_error_, 0);
       return;
     }
     write_offset_ += written;
@@ -285,32 +291,18 @@ void tls_channel::pump_write() {
     }
   }
   if (out_.empty()) {  // all of it written
-    write_done_({}, write_total_);
+    done({}, write_total_);
     return;
   }
   if (write_index_ < buffers.size()) grow_chunk();  // a batch bigger than a chunk
-  write_socket([this](const std::error_code& ec) {
+  write_socket([this, done = std::move(done)](const std::error_code& ec) mutable {
     if (ec) {
       write_error_ = ec;
-      write_done_(ec, 0);
+      done(ec, 0);
       return;
     }
-    pump_write();
+    pump_write(std::move(done));
   });
-}
-
-void tls_channel::write_socket(std::function<void(const std::error_code&)> after) {
-  std::swap(out_, sending_);
-  out_.clear();
-  socket_writing_ = true;
-  std::uint64_t* calls = write_calls_ != nullptr ? write_calls_ : &internal_writes_;
-  asio::async_write(socket_, asio::buffer(sending_),
-                    counting_transfer_all{calls, write_progress_, write_moved_},
-                    [this, after = std::move(after)](const std::error_code& ec, std::size_t) {
-                      socket_writing_ = false;
-                      sending_.clear();
-                      after(ec);
-                    });
 }
 
 }  // namespace corvid::detail

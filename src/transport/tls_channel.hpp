@@ -25,10 +25,12 @@
 #include <asio/buffer.hpp>
 #include <asio/generic/stream_protocol.hpp>
 #include <asio/ssl/context.hpp>
+#include <asio/write.hpp>
 
 #include "corvid/memory/memory_tracker.hpp"
 
 #include "../rdma/io_handler.hpp"
+#include "counting_transfer_all.hpp"
 #include <openssl/ssl.h>
 
 namespace corvid::detail {
@@ -65,10 +67,10 @@ class tls_channel {
 
   // The error of a failed SSL call (`r` its return), as asio's ssl category or eof.
   std::error_code ssl_error(int r);
-  void handshake_step();
+  void handshake_step(std::function<void(const std::error_code&)> done);
   // Decrypts into the pending read; false when more ciphertext is needed.
   bool try_read(std::error_code& ec, std::size_t& n);
-  void read_socket();
+  void read_socket(rdma::io_handler done);
   // A non-blocking recv into in_ (0: nothing there now).
   std::size_t receive_now(std::error_code& ec);
   void compact_input();
@@ -78,8 +80,23 @@ class tls_channel {
   bool reserve(std::size_t bytes) noexcept;
   // Encrypts the next chunk of the pending write into out_; then writes out_ if no socket
   // write is in flight, and completes the pending write once all of it is written.
-  void pump_write();
-  void write_socket(std::function<void(const std::error_code&)> after);
+  void pump_write(rdma::io_handler done);
+  // Writes out_ (swapped into sending_), then runs `after(ec)`.
+  template <class After>
+  void write_socket(After&& after) {
+    std::swap(out_, sending_);
+    out_.clear();
+    socket_writing_ = true;
+    std::uint64_t* calls = write_calls_ != nullptr ? write_calls_ : &internal_writes_;
+    asio::async_write(socket_, asio::buffer(sending_),
+                      counting_transfer_all{calls, write_progress_, write_moved_},
+                      [this, after = std::forward<After>(after)](const std::error_code& ec,
+                                                                  std::size_t) mutable {
+                        socket_writing_ = false;
+                        sending_.clear();
+                        after(ec);
+                      });
+  }
 
   socket_type& socket_;
   std::shared_ptr<asio::ssl::context> ctx_;
@@ -98,11 +115,8 @@ class tls_channel {
   std::uint64_t internal_writes_ = 0;  // the handshake's writes (not counted in stats)
   std::error_code write_error_;        // a failed socket write fails every later one
 
-  std::function<void(const std::error_code&)> handshake_done_;
-
   char* read_data_ = nullptr;
   std::size_t read_size_ = 0;
-  rdma::io_handler read_done_;
 
   const std::vector<asio::const_buffer>* write_buffers_ = nullptr;
   std::size_t write_index_ = 0;   // next buffer to encrypt
@@ -111,7 +125,6 @@ class tls_channel {
   std::uint64_t* write_calls_ = nullptr;
   time_point* write_progress_ = nullptr;
   time_point* write_moved_ = nullptr;
-  rdma::io_handler write_done_;
 };
 
 }  // namespace corvid::detail

@@ -73,9 +73,7 @@ decltype(auto) apply_handler(void* object, request_context& ctx, decoded_args_t<
 // the request with an error instead.
 template <class... V>
 void send_value(reply_channel& ch, std::uint64_t id, request_context& ctx, const V&... value) {
-  const std::size_t attachment = ctx.response_attachment_owned()
-                                     ? ctx.owned_attachment_size()
-                                     : ctx.response_attachment_view().size();
+  const std::size_t attachment = request_context_access::attachment_size(ctx);
   const std::size_t frame =
       protocol::header_size + (std::size_t{0} + ... + codec::encoded_size(value)) + attachment;
   outbound_queue* out = ch.begin_reply(id, frame);

@@ -21,6 +21,7 @@ namespace corvid {
 namespace detail {
 class reply_channel;
 class server_connection;
+struct request_context_access;
 }  // namespace detail
 
 class request_context;
@@ -100,22 +101,14 @@ class request_context {
     set_response_attachment(std::string_view(data));
   }
 
-  // Internal: hands the attachment to the reply writer.
-  bool response_attachment_owned() const noexcept { return has_owned_; }
-  std::string take_owned_attachment() noexcept { return std::move(owned_); }
-  std::size_t owned_attachment_size() const noexcept { return owned_.size(); }
-  std::string_view response_attachment_view() const noexcept { return view_; }
-
-  // Internal, on the reactor: marks the call cancelled and cancels what waits on it.
+ private:
+  friend struct detail::request_context_access;
+  // On the reactor: marks the call cancelled and cancels what waits on it.
   void cancel() noexcept {
     cancelled_.store(true, std::memory_order_release);
     signal_.emit(asio::cancellation_type::all);
   }
-  // Internal: bytes charged to the connection's in-flight tracker for this call (its request
-  // copy, decoded arguments and state).
-  std::size_t memory_charge = 0;
 
- private:
   detail::reply_channel* channel_;
   std::uint64_t request_id_;
   std::uint32_t function_id_;
@@ -126,6 +119,28 @@ class request_context {
   bool has_owned_ = false;
   std::atomic<bool> cancelled_{false};
   asio::cancellation_signal signal_;
+  // Bytes charged to the connection's in-flight tracker for this call (its request copy,
+  // decoded arguments and state).
+  std::size_t memory_charge_ = 0;
 };
+
+namespace detail {
+
+// What the server's reply writer and connection use of a request_context, kept out of its
+// public interface.
+struct request_context_access {
+  static bool attachment_owned(const request_context& c) noexcept { return c.has_owned_; }
+  static std::string take_owned_attachment(request_context& c) noexcept {
+    return std::move(c.owned_);
+  }
+  static std::size_t attachment_size(const request_context& c) noexcept {
+    return c.has_owned_ ? c.owned_.size() : c.view_.size();
+  }
+  static std::string_view attachment_view(const request_context& c) noexcept { return c.view_; }
+  static void cancel(request_context& c) noexcept { c.cancel(); }
+  static std::size_t& memory_charge(request_context& c) noexcept { return c.memory_charge_; }
+};
+
+}  // namespace detail
 
 }  // namespace corvid
