@@ -2,7 +2,7 @@
 // (0x16 starts a handshake, anything else is a plaintext client), the handshake driven through
 // the TLS channel's BIO, the handshake timeout, and framing over TLS records split anywhere.
 // Two servers run for the whole session (started in LLVMFuzzerInitialize, 1 reactor thread
-// each, an 8 KiB frame limit, a 300 ms handshake timeout, a 1 s idle timeout, a 4 MiB memory
+// each, an 8 KiB frame limit, a 500 ms handshake timeout, a 1 s idle timeout, a 4 MiB memory
 // limit: about 40 TLS sessions' worth), one TLS-only and one that also serves plaintext
 // (tls_config::allow_plaintext). Certificates are made at run time (tests/support).
 //
@@ -60,7 +60,7 @@ namespace protocol = corvid::protocol;
 using corvid::rpc_errc;
 
 constexpr std::uint32_t max_frame = 8192;
-constexpr auto handshake_timeout = std::chrono::milliseconds(300);
+constexpr auto handshake_timeout = std::chrono::milliseconds(500);
 constexpr unsigned health_every = 32;
 
 corvid::test::test_certs* certs = nullptr;  // both never destroyed: they live for the session
@@ -237,7 +237,7 @@ void run_raw(std::uint8_t options, std::uint8_t cut_at, std::string_view bytes) 
   const bool plaintext_ok = options & 2;
   const bool keep_open = options & 4;
   const corvid::rpc_server& server = plaintext_ok ? *mixed : *tls_only;
-  // Open write side: only the handshake timeout (300 ms) or the idle timeout (1 s) ends it.
+  // Open write side: only the handshake timeout (500 ms) or the idle timeout (1 s) ends it.
   const int fd = connect_raw(server, 3);
   const std::size_t cut = bytes.size() * cut_at / 255;
   if (send_all(fd, bytes.substr(0, cut))) send_all(fd, bytes.substr(cut));
