@@ -400,6 +400,56 @@ def softverbs_seeds():
     }
 
 
+def client_hello():
+    """A ClientHello as an OpenSSL client sends it (Python's ssl module is OpenSSL), captured
+    from a memory BIO: TLS 1.2 and 1.3 offered, SNI localhost. Its random bytes differ per
+    run, so rerunning this script rewrites these seeds."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    conn = ctx.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    try:
+        conn.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
+def tls_stream_seeds(v):
+    # Byte 0: mode (bit 0: a TLS session; raw: bit 1 the plaintext-accepting server, bit 2
+    # keep our write side open), bytes 1-3: cut points (/255), then the bytes sent.
+    hello = client_hello()
+    raw_tls, raw_mixed = b"\x00\x80\x00\x00", b"\x02\x80\x00\x00"
+    raw_open = b"\x04\x40\x00\x00"
+    session, session_cut = b"\x01\x00\x00\x00", b"\x01\x10\x40\xc0"
+    ping = frame(4, 7, 0)
+    pipelined = (v["echo_request"] + request("echo", s("second"), request_id=FIRST_ID + 1) +
+                 ping + frame(3, FIRST_ID, 0))
+    edited = bytearray(hello)
+    edited[9:11] = b"\x7f\x7f"  # the ClientHello's legacy_version
+    return {
+        "raw_client_hello": raw_tls + hello,
+        "raw_client_hello_mixed": raw_mixed + hello,
+        "raw_client_hello_truncated": raw_tls + hello[:60],
+        "raw_client_hello_open": raw_open + hello[:120],
+        "raw_client_hello_bad_version": raw_tls + bytes(edited),
+        "raw_record_length_huge": raw_tls + b"\x16\x03\x01\xff\xff" + hello[5:],
+        "raw_plaintext_refused": raw_tls + v["echo_request"],
+        "raw_plaintext_served": raw_mixed + v["echo_request"],
+        "raw_plaintext_partial_open": b"\x06\x40\x00\x00" + v["echo_request"][:20],
+        "raw_http": raw_tls + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        "session_echo": session + v["echo_request"],
+        "session_echo_split": session_cut + v["echo_request"],
+        "session_pipelined": session_cut + pipelined,
+        "session_too_large": session + v["echo_request"] + v["too_large_request"],
+        "session_bad_header": session + v["echo_request"] + b"CV\x01" + v["echo_request"][3:],
+        "session_response_frame": session + v["echo_response"],
+        "session_partial": session + v["echo_request"][:35],
+    }
+
+
 def write(target, seeds):
     d = OUT / target
     shutil.rmtree(d, ignore_errors=True)
@@ -416,6 +466,7 @@ def main():
     write("server_stream", server_stream_seeds(v))
     write("client_reply", client_reply_seeds(v))
     write("softverbs", softverbs_seeds())
+    write("tls_stream", tls_stream_seeds(v))
 
 
 if __name__ == "__main__":
