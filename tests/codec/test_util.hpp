@@ -1,8 +1,7 @@
 #pragma once
-// Helpers shared by the codec tests: hex conversion for exact-byte assertions, encode-to-string,
+// Helpers shared by the codec tests: hex conversion (tests/support/hex.hpp), encode-to-string,
 // round trips, and exactly-sized input copies (so ASan flags any read past the end).
 #include <cstddef>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -12,39 +11,13 @@
 
 #include "corvid/codec/codec.hpp"
 
+#include "hex.hpp"
+
 namespace corvid::codec::test {
 
-// "0a ff" style lower-case hex, one space between bytes.
-inline std::string hex(std::string_view bytes) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const auto b = static_cast<unsigned char>(bytes[i]);
-    if (i != 0) out += ' ';
-    out += digits[b >> 4];
-    out += digits[b & 0x0F];
-  }
-  return out;
-}
-
-// Inverse of hex(); spaces are ignored, so vectors can be grouped for readability.
-inline std::string unhex(std::string_view text) {
-  std::string out;
-  int high = -1;
-  for (const char c : text) {
-    if (c == ' ') continue;
-    const int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (v < 0) std::abort();  // a typo in a test vector
-    if (high < 0) {
-      high = v;
-    } else {
-      out += static_cast<char>((high << 4) | v);
-      high = -1;
-    }
-  }
-  if (high >= 0) std::abort();
-  return out;
-}
+// hex() and unhex() are the shared ones (tests/support/hex.hpp).
+using corvid::test::hex;
+using corvid::test::unhex;
 
 template <class T>
 std::string to_bytes(const T& value) {

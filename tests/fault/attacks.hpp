@@ -34,13 +34,6 @@ namespace corvid_attack {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-#ifdef CORVID_TEST_SLOWDOWN
-// The tests' time limits are liveness bounds (something must happen eventually), never speed
-// targets, so they scale with the build's CORVID_TEST_SLOWDOWN, the factor the fault and soak
-// tests use (tests/fault/CMakeLists.txt: 4 in sanitizer builds).
-constexpr auto patience(std::chrono::milliseconds t) { return t * CORVID_TEST_SLOWDOWN; }
-#endif
-
 // A connected TCP socket to 127.0.0.1:port (-1 on failure), closed by the destructor.
 class raw_socket {
  public:

@@ -16,6 +16,8 @@
 #include "attacks.hpp"
 #include "good_client.hpp"
 #include "hostile_handlers.hpp"
+#include "sanitizers.hpp"
+#include "slowdown.hpp"
 #include "test_support.hpp"
 
 namespace corvid_test {
@@ -29,8 +31,8 @@ using corvid::protocol::msg_type;
 constexpr std::size_t KiB = 1024, MiB = 1024 * 1024;
 constexpr std::uint32_t echo_id = function_id<echo>();
 
-// Liveness bounds, never speed targets: scaled by CORVID_TEST_SLOWDOWN (attacks.hpp).
-using corvid_attack::patience;
+// Liveness bounds, never speed targets: scaled by CORVID_TEST_SLOWDOWN (slowdown.hpp).
+using corvid::test::patience;
 // The well-behaved client's P99 during and after every attack. Its calls take ~50 µs on an
 // idle server; 200 ms is what "still served" means on a loaded 2-core CI machine.
 constexpr auto good_p99_bound = patience(200ms);
@@ -41,12 +43,8 @@ using millis = std::chrono::duration<double, std::milli>;
 // MiB when measured). Without their defences the attacks below add 90 to 400 MiB over the
 // limit, so 48 MiB is far from both.
 constexpr std::size_t rss_slack = 48 * MiB;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-constexpr bool rss_is_meaningful = !sanitized;  // quarantine and shadow memory dominate RSS
+using corvid::test::sanitized;
+constexpr bool rss_is_meaningful = !sanitized();  // quarantine and shadow memory dominate RSS
 
 // A server with the handlers of hostile_handlers.hpp and `max_memory` as its whole limit.
 class hostile_server {
@@ -526,7 +524,7 @@ TEST(hostile_peers, clients_that_never_read_are_closed_by_the_write_timeout) {
   // Under a sanitizer, a third of the rounds: still past the limit (8 x 8 MiB), without the
   // seconds of instrumented copying of 192 MiB of replies that the good client would wait
   // behind on a reactor.
-  const int rounds = sanitized ? 8 : 24;
+  const int rounds = sanitized() ? 8 : 24;
   for (int round = 0; round < rounds; ++round) {
     for (auto& s : stuck) s.send(one);  // a server that closed it: the send fails, fine
     std::this_thread::sleep_for(2ms);   // one request per read: the per-read checks apply

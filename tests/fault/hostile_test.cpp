@@ -7,6 +7,7 @@
 
 #include "attacks.hpp"
 #include "good_client.hpp"
+#include "slowdown.hpp"
 #include "test_support.hpp"
 
 namespace corvid_test {
@@ -15,8 +16,8 @@ namespace {
 using corvid_attack::raw_socket;
 constexpr std::uint32_t echo_id = corvid::protocol::function_id<echo>();
 
-// The limits below are liveness bounds, scaled by CORVID_TEST_SLOWDOWN (attacks.hpp).
-using corvid_attack::patience;
+// The limits below are liveness bounds, scaled by CORVID_TEST_SLOWDOWN (slowdown.hpp).
+using corvid::test::patience;
 
 // The well-behaved client: its calls must all succeed, each within 2 s (scaled).
 class good : public corvid_attack::good_client<echo> {

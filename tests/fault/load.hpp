@@ -26,6 +26,8 @@
 
 #include <corvid/corvid.hpp>
 
+#include "slowdown.hpp"
+
 namespace corvid_fault {
 
 using namespace std::chrono_literals;
@@ -68,15 +70,6 @@ inline std::uint64_t payload_id(std::string_view p) {
   return id;
 }
 
-// How much slower than a dev build on an idle machine the tests may run: CORVID_TEST_SLOWDOWN
-// (default 1; tests/fault/CMakeLists.txt sets it for sanitizer builds). Scales only the margin
-// for scheduling delays, never what corvid itself promises.
-inline double test_slowdown() {
-  const char* v = std::getenv("CORVID_TEST_SLOWDOWN");
-  const double f = v != nullptr ? std::atof(v) : 1.0;
-  return f >= 1.0 ? f : 1.0;
-}
-
 struct load_options {
   std::string endpoint;
   int workers = 8;
@@ -97,9 +90,8 @@ struct load_options {
   // under it) can take longer by the time its first attempt took; the faults here close
   // connections at once, so that is within the margin.
   std::chrono::milliseconds bound() const {
-    const auto m = std::chrono::duration<double, std::milli>(margin) * test_slowdown();
-    return connect_timeout + call_timeout +
-           std::chrono::duration_cast<std::chrono::milliseconds>(m);
+    // Only the margin for scheduling delays scales (slowdown.hpp), never what corvid promises.
+    return connect_timeout + call_timeout + corvid::test::patience(margin);
   }
 };
 

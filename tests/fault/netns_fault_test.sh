@@ -17,8 +17,9 @@
 # server_kill (SIGKILL mid-load, restart on the same port), latency, bandwidth, reset
 # (toxiproxy toxics: +100±50 ms, 256 KB/s, TCP RST after 200 ms).
 # Exits 77 (ctest: skipped), printing why, where namespaces or the fault's tool are missing.
-# Env: CORVID_TOOLS (where scripts/setup put toxiproxy-server/-cli; PATH is searched too),
-# CORVID_TEST_SLOWDOWN (scales the client's margin on call durations; load.hpp).
+# Env: CORVID_TOOLS (where scripts/setup put toxiproxy-server/-cli; PATH is searched too).
+# (The client's margin on call durations scales with the build's CORVID_TEST_SLOWDOWN, compiled
+# into fault_node: tests/support/slowdown.hpp.)
 set -uo pipefail
 scenario=${1:?scenario} node=${2:?fault_node}
 skip() {

@@ -23,6 +23,7 @@ namespace corvid_test {
 namespace {
 
 using namespace std::chrono_literals;
+using corvid::test::sanitized;
 constexpr std::size_t mib = 1024 * 1024;
 
 // Holds every request 20 ms: calls pile up in flight while the flood keeps sending.

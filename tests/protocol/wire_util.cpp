@@ -5,38 +5,6 @@
 
 namespace corvid::protocol::test {
 
-std::string hex(std::string_view bytes) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const auto b = static_cast<unsigned char>(bytes[i]);
-    if (i != 0) out += ' ';
-    out += digits[b >> 4];
-    out += digits[b & 0x0F];
-  }
-  return out;
-}
-
-std::string unhex(std::string_view text) {
-  std::string out;
-  int high = -1;
-  for (const char c : text) {
-    if (c == ' ' || c == '\n') continue;
-    const int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (v < 0)
-      throw std::invalid_argument("unhex: not a hex digit in \"" + std::string(text) + "\"");
-    if (high < 0) {
-      high = v;
-    } else {
-      out += static_cast<char>((high << 4) | v);
-      high = -1;
-    }
-  }
-  if (high >= 0)
-    throw std::invalid_argument("unhex: odd digit count in \"" + std::string(text) + "\"");
-  return out;
-}
-
 std::map<std::string, std::string> doc_vectors() {
   std::ifstream in(CORVID_PROTOCOL_DOC);
   if (!in) throw std::runtime_error("cannot open " CORVID_PROTOCOL_DOC);

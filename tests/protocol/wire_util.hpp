@@ -1,6 +1,6 @@
 #pragma once
-// Shared by the protocol tests: hex helpers, frame builders, the reader for the hex vectors in
-// docs/protocol.md, and the functions the doc's examples call.
+// Shared by the protocol tests: hex helpers (tests/support/hex.hpp), frame builders, the reader for
+// the hex vectors in docs/protocol.md, and the functions the doc's examples call.
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -15,6 +15,8 @@
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/protocol/signature.hpp"
 #include "corvid/server/request_context.hpp"
+
+#include "hex.hpp"
 
 // The doc's example functions. Global and in `ns`, because their names are part of the wire
 // format: function ids hash "echo", "store", "ns::calc::add".
@@ -41,10 +43,9 @@ namespace corvid::protocol::test {
 // The first request id the corvid client uses on a connection: generation 1, slot 0.
 inline constexpr std::uint64_t first_id = std::uint64_t{1} << 32;
 
-// "0a ff" style lower-case hex.
-std::string hex(std::string_view bytes);
-// Inverse of hex(); whitespace is ignored. Throws std::invalid_argument on a malformed string.
-std::string unhex(std::string_view text);
+// hex() and unhex() are the shared ones (tests/support/hex.hpp).
+using corvid::test::hex;
+using corvid::test::unhex;
 
 // Header + body (each value codec-encoded in turn) + attachment, lengths filled in.
 template <class... Body>
