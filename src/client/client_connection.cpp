@@ -632,9 +632,8 @@ void client_connection::start_reading(std::uint64_t epoch) {
   byte_stream& stream = *stream_;
   stream.async_read_some(
       read_buf_.tail(), read_buf_.tail_room(), nullptr,
-      [self = shared_from_this(), keep = tls_keep(), epoch](const std::error_code& ec, std::size_t n) {
-        self->on_read(epoch, ec, n);
-      });
+      [self = shared_from_this(), keep = tls_keep(), epoch](
+          const std::error_code& ec, std::size_t n) { self->on_read(epoch, ec, n); });
 }
 
 void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {

@@ -119,16 +119,16 @@ void tls_channel::handshake_step(std::function<void(const std::error_code&)> don
       done(ec);
       return;
     }
-    socket_.async_read_some(asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
-                            [this, done = std::move(done)](const std::error_code& e,
-                                                           std::size_t n) mutable {
-                              if (e) {
-                                done(e);
-                                return;
-                              }
-                              in_end_ += n;
-                              handshake_step(std::move(done));
-                            });
+    socket_.async_read_some(
+        asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
+        [this, done = std::move(done)](const std::error_code& e, std::size_t n) mutable {
+          if (e) {
+            done(e);
+            return;
+          }
+          in_end_ += n;
+          handshake_step(std::move(done));
+        });
   };
   if (!out_.empty()) {
     write_socket(std::move(next));  // our flight first, then the peer's answer
@@ -145,8 +145,7 @@ void tls_channel::async_read_some(char* data, std::size_t size, rdma::io_handler
   std::error_code ec;
   std::size_t n = 0;
   if (try_read(ec, n)) {  // from records already received: completes later, as a recv would
-    asio::post(socket_.get_executor(),
-               [done = std::move(done), ec, n]() mutable { done(ec, n); });
+    asio::post(socket_.get_executor(), [done = std::move(done), ec, n]() mutable { done(ec, n); });
     return;
   }
   read_socket(std::move(done));
@@ -208,24 +207,24 @@ void tls_channel::compact_input() {
 
 void tls_channel::read_socket(rdma::io_handler done) {
   compact_input();
-  socket_.async_read_some(asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
-                          [this, done = std::move(done)](const std::error_code& ec,
-                                                         std::size_t got) mutable {
-                            if (ec) {
-                              done(ec, 0);
-                              return;
-                            }
-                            last_recv_full_ = got == in_room_ - in_end_;
-                            in_end_ += got;
-                            if (last_recv_full_) grow_input();
-                            std::error_code e;
-                            std::size_t n = 0;
-                            if (try_read(e, n)) {
-                              done(e, n);
-                            } else {
-                              read_socket(std::move(done));  // not a whole record yet
-                            }
-                          });
+  socket_.async_read_some(
+      asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
+      [this, done = std::move(done)](const std::error_code& ec, std::size_t got) mutable {
+        if (ec) {
+          done(ec, 0);
+          return;
+        }
+        last_recv_full_ = got == in_room_ - in_end_;
+        in_end_ += got;
+        if (last_recv_full_) grow_input();
+        std::error_code e;
+        std::size_t n = 0;
+        if (try_read(e, n)) {
+          done(e, n);
+        } else {
+          read_socket(std::move(done));  // not a whole record yet
+        }
+      });
 }
 
 bool tls_channel::reserve(std::size_t bytes) noexcept {
@@ -250,9 +249,8 @@ void tls_channel::grow_chunk() {
 
 // ---- writing ------------------------------------------------------------------------------
 
-void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers,
-                              std::uint64_t* writes, time_point* progress, time_point* moved,
-                              rdma::io_handler done) {
+void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers, std::uint64_t* writes,
+                              time_point* progress, time_point* moved, rdma::io_handler done) {
   write_buffers_ = &buffers;
   write_index_ = write_offset_ = 0;
   write_total_ = 0;
@@ -261,9 +259,8 @@ void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers,
   write_progress_ = progress;
   write_moved_ = moved;
   if (write_error_ || write_total_ == 0) {
-    asio::post(socket_.get_executor(), [done = std::move(done), ec = write_error_]() mutable {
-      done(ec, 0);
-    });
+    asio::post(socket_.get_executor(),
+               [done = std::move(done), ec = write_error_]() mutable { done(ec, 0); });
     return;
   }
   pump_write(std::move(done));
@@ -277,9 +274,8 @@ void tls_channel::pump_write(rdma::io_handler done) {
     const std::size_t take = std::min(b.size() - write_offset_, chunk_ - out_.size());
     std::size_t written = 0;
     ::ERR_clear_error();
-    if (take != 0 &&
-        ::SSL_write_ex(ssl_, static_cast<const char*>(b.data()) + write_offset_, take, &written) !=
-            1) {
+    if (take != 0 && ::SSL_write_ex(ssl_, static_cast<const char*>(b.data()) + write_offset_, take,
+                                    &written) != 1) {
       write_error_ = ssl_error(0);
       done(write_error_, 0);
       return;
