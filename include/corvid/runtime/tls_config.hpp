@@ -28,7 +28,8 @@ struct tls_config {
   // Server: also accept plaintext clients on the same port (the first byte tells), for a
   // migration to TLS. Off: a plaintext client is told the server requires TLS, and closed.
   bool allow_plaintext = false;
-  // A handshake not finished within this closes the connection (both sides).
+  // Server: a handshake not finished this long after its first byte closes the connection.
+  // (A client's handshake counts against its connect_timeout.)
   std::chrono::milliseconds handshake_timeout{10'000};
   // Server: told about each handshake that failed (peer address, why), on a reactor thread.
   std::function<void(std::string_view peer, const rpc_error& why)> on_handshake_error{};
