@@ -367,7 +367,7 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     check(s == rpc_errc::ok || s == rpc_errc::timeout || s == rpc_errc::function_not_found ||
               s == rpc_errc::bad_request || s == rpc_errc::server_busy ||
               s == rpc_errc::message_too_large || s == rpc_errc::handler_error ||
-              s == rpc_errc::protocol_error,
+              s == rpc_errc::protocol_error || s == rpc_errc::signature_mismatch,
           "reply status the server never sends");
     if (s != rpc_errc::ok) {
       std::string message;

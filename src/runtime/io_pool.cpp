@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <exception>
 
+#include <openssl/crypto.h>
+#include <openssl/ssl.h>
+
 namespace corvid {
 namespace {
 thread_local asio::io_context* this_reactor = nullptr;
@@ -12,6 +15,12 @@ thread_local asio::io_context* this_reactor = nullptr;
 asio::io_context* current_reactor() noexcept { return this_reactor; }
 
 io_pool::io_pool(std::size_t threads, thread_start_hook on_start) {
+  // Reactors run TLS, and OpenSSL keeps per-thread state (its error queue) that a thread
+  // frees with OPENSSL_thread_stop() as it ends. OpenSSL is initialised here, before the
+  // pool exists, so its exit-time cleanup runs after a static pool's destructor has joined
+  // the threads; initialised later, the cleanup would come first and the threads' state
+  // would never be freed.
+  ::OPENSSL_init_ssl(0, nullptr);
   if (threads == 0) threads = 1;
   reactors_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) {
@@ -36,6 +45,7 @@ io_pool::io_pool(std::size_t threads, thread_start_hook on_start) {
         }
       }
       this_reactor = nullptr;
+      ::OPENSSL_thread_stop();
     });
   }
 }
