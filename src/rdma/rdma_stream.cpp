@@ -57,7 +57,12 @@ expected<std::shared_ptr<rdma_stream>, rpc_error> rdma_stream::create(
 
 rdma_stream::rdma_stream(std::shared_ptr<rdma_context> ctx, asio::io_context& reactor,
                          rdma_counters* counters)
-    : ctx_(std::move(ctx)), reactor_(reactor), counters_(counters) {}
+    : ctx_(std::move(ctx)),
+      reactor_(reactor),
+      registry_(asio::use_service<stream_registry>(reactor)),
+      counters_(counters) {
+  registry_.add(this);
+}
 
 rpc_error rdma_stream::setup() {
   const ibv_config& cfg = ctx_->config();
@@ -107,6 +112,11 @@ rdma_stream::~rdma_stream() {
   // Maybe inside the reactor's own destruction (its handlers held the last reference): no
   // new timer on it then.
   destroy(false);
+  registry_.remove(this);
+}
+
+rdma_stream::abandoned rdma_stream::abandon() noexcept {
+  return {std::move(read_handler_), std::move(write_handler_), std::move(on_closed_)};
 }
 
 rpc_error rdma_stream::connect(const verbs::endpoint_info& remote, std::size_t peer_max_message) {

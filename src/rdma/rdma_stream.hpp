@@ -33,6 +33,7 @@
 #include "io_handler.hpp"
 #include "rdma_context.hpp"
 #include "rdma_counters.hpp"
+#include "stream_registry.hpp"
 
 namespace corvid::rdma {
 
@@ -79,6 +80,13 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   // sends finish for up to a second, then releases everything and runs `closed`.
   void close(std::function<void()> closed = {});
   bool is_open() const noexcept { return !closed_; }
+  // The reactor is being destroyed (stream_registry): hands over the handlers the stream
+  // keeps, for the caller to destroy uncalled, as the reactor destroys a socket's.
+  struct abandoned {
+    io_handler read, write;
+    std::function<void()> closed;
+  };
+  abandoned abandon() noexcept;
   std::uint32_t inline_limit() const noexcept { return inline_limit_; }
 
  private:
@@ -112,6 +120,7 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
 
   std::shared_ptr<rdma_context> ctx_;
   asio::io_context& reactor_;
+  stream_registry& registry_;
   rdma_counters* counters_;
   std::unique_ptr<verbs::completion_queue> cq_;
   std::unique_ptr<verbs::queue_pair> qp_;

@@ -182,3 +182,39 @@ TEST(rdma_stream, no_device_is_a_clear_error) {
 }
 
 }  // namespace
+
+// A connection's read and write handlers hold the connection, which holds its stream, and the
+// stream keeps them until they complete. A reactor stopped and destroyed with those
+// operations pending (a pool torn down at exit with a client still open) must drop them as
+// it drops a socket's, or the pair keeps itself — and its registered chunks — alive.
+TEST(rdma_stream, a_destroyed_reactor_drops_pending_handlers_and_frees_the_stream) {
+  auto ctx = rdma_context::open(stream_config());
+  ASSERT_TRUE(ctx) << ctx.error().message();
+  std::weak_ptr<rdma_stream> weak_a, weak_b;
+  std::vector<char> buf(1024);
+  {
+    auto io = std::make_unique<asio::io_context>();
+    rdma_counters a_counters, b_counters;
+    auto sa = rdma_stream::create(*ctx, *io, &a_counters);
+    auto sb = rdma_stream::create(*ctx, *io, &b_counters);
+    ASSERT_TRUE(sa && sb);
+    std::shared_ptr<rdma_stream> a = std::move(*sa), b = std::move(*sb);
+    ASSERT_FALSE(a->connect(b->local_info(), b->max_recv_message()));
+    ASSERT_FALSE(b->connect(a->local_info(), a->max_recv_message()));
+    weak_a = a;
+    weak_b = b;
+    // Each handler owns its stream, as a connection's handler owns its connection.
+    a->async_read_some(buf.data(), buf.size(), [a](const std::error_code&, std::size_t) {});
+    b->async_read_some(buf.data(), buf.size(), [b](const std::error_code&, std::size_t) {});
+    // A write held back by a closed window would do the same; close() posts its teardown,
+    // which a stopped reactor never runs.
+    a->close();
+    a.reset();
+    b.reset();
+    io->stop();
+    io.reset();
+  }
+  EXPECT_TRUE(weak_a.expired());
+  EXPECT_TRUE(weak_b.expired());
+  EXPECT_EQ((*ctx)->pool().stats().in_use, 0u);
+}
