@@ -58,11 +58,9 @@
 #include "corvid/server/rpc_server.hpp"
 #include "corvid/sync_wait.hpp"
 #include "corvid/task.hpp"
+#include "fuzz_socket.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 // The handlers. Global and in `ns`, like docs/protocol.md's examples, so the doc's request
 // vectors (echo, store, ns::calc::add / div) are valid seeds with the same function ids.
@@ -187,33 +185,16 @@ void health_check() {
 // `small_window`: a 4 KiB receive buffer, so a reader that starts late leaves the server
 // with its replies queued (the kernel holds little of them).
 int connect_raw(bool small_window) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  check(fd >= 0, "socket() failed");
-  if (small_window) {
-    const int size = 4096;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-  }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(server->port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0, "connect() failed");
-  timeval tv{io_timeout_s, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  const int fd = corvid_fuzz::connect_loopback(server->port(), io_timeout_s, small_window ? 4096 : 0);
+  check(fd >= 0, "connect() failed");
   return fd;
 }
 
 // False if the server closed its side early (it may, after a framing error).
 bool send_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) die("send blocked for 2 s");
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
+  const auto r = corvid_fuzz::send_all(fd, bytes);
+  if (r == corvid_fuzz::send_result::blocked) die("send blocked for 2 s");
+  return r == corvid_fuzz::send_result::sent;
 }
 
 // Complete frames at the front of `got`.

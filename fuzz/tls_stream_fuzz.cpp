@@ -42,14 +42,12 @@
 #include "corvid/server/rpc_server.hpp"
 #include "corvid/sync_wait.hpp"
 #include "corvid/task.hpp"
+#include "fuzz_socket.hpp"
 #include "test_certs.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 // Global, like docs/protocol.md's example, so the doc's echo request is a valid seed.
 std::string_view echo(std::string_view s) { return s; }
@@ -127,29 +125,16 @@ void health_check() {
 }
 
 int connect_raw(const corvid::rpc_server& server, int timeout_s) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  check(fd >= 0, "socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(server.port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0, "connect() failed");
-  timeval tv{timeout_s, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  const int fd = corvid_fuzz::connect_loopback(server.port(), timeout_s);
+  check(fd >= 0, "connect() failed");
   return fd;
 }
 
 // False if the server closed its side early (it may: a failed handshake, a framing error).
 bool send_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) die("send blocked for 3 s");
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
+  const auto r = corvid_fuzz::send_all(fd, bytes);
+  if (r == corvid_fuzz::send_result::blocked) die("send blocked for 3 s");
+  return r == corvid_fuzz::send_result::sent;
 }
 
 // Everything until the server closes (a reset counts as a close: the server closing with our

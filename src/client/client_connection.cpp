@@ -16,7 +16,6 @@
 
 namespace corvid::detail {
 namespace {
-constexpr std::size_t max_read_room = read_room::max;
 constexpr std::size_t idle_read_buffer = 8 * 1024;
 }  // namespace
 
@@ -31,7 +30,7 @@ client_connection::client_connection(asio::io_context& reactor, const client_con
       connect_timer_(reactor),
       deadline_timer_(reactor),
       heartbeat_timer_(reactor),
-      read_buf_(idle_read_buffer) {}
+      frames_(idle_read_buffer) {}
 
 client_connection::~client_connection() {
   // close() and connect() end parked calls via fail_all on the reactor, which holds a
@@ -240,10 +239,9 @@ void client_connection::on_connected(std::uint64_t epoch) {
     open_ = true;
     closed_reason_.clear();
   }
-  last_heard_ = std::chrono::steady_clock::now();
-  last_ping_ = {};
+  frames_.clock.restart(std::chrono::steady_clock::now());
   arm_heartbeat(epoch);
-  start_reading(epoch);
+  read_more(epoch);
 }
 
 void client_connection::close(std::string reason) {
@@ -322,12 +320,12 @@ void client_connection::fail_all(rpc_error e) {
   std::vector<call_base*> parked;  // waiting for room: never queued
   {
     std::lock_guard lk(mutex_);
-    never_sent.swap(pinned_out_);  // their bytes leave with out_ below, unwritten
+    never_sent.swap(pinned_pending_);  // their bytes leave with pending_ below, unwritten
     open_ = false;
     if (closed_reason_.empty()) closed_reason_ = e.message();
     calls_.take_all([&](call_base* call) { victims.push_back(call); });
     deadlines_.clear();  // the victims' links are reset below
-    out_.clear();
+    pending_.clear();
     while (auto p = parked_.pop_front()) parked.push_back(p->call);
   }
   unpin(never_sent);
@@ -337,9 +335,7 @@ void client_connection::fail_all(rpc_error e) {
   deadline_timer_.cancel();
   heartbeat_timer_.cancel();
   timer_armed_for_ = std::chrono::steady_clock::time_point::max();
-  read_buf_.clear();
-  read_buf_.shrink_to(idle_read_buffer);
-  read_room_.reset();
+  frames_.reset_reading(idle_read_buffer);
   std::uint64_t written;
   {
     std::lock_guard lk(mutex_);
@@ -352,7 +348,7 @@ void client_connection::fail_all(rpc_error e) {
       std::lock_guard lk(mutex_);
       deferred = c->completion_deferred = c->pinned;
     }
-    if (c->seq > written) {  // its bytes were still in out_: the server never saw it
+    if (c->seq > written) {  // its bytes were still in pending_: the server never saw it
       c->set_error(rpc_error::unsent(e.code(), e.message() + " (request not sent)"));
     } else {
       c->set_error(e);
@@ -418,25 +414,25 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
     after_submit(false, rearm);
     return;
   }
-  const std::size_t mark = out_.mark();
-  out_.extend(protocol::header_size);  // filled in below, once the lengths are known
+  const std::size_t mark = pending_.mark();
+  pending_.extend(protocol::header_size);  // filled in below, once the lengths are known
   try {
-    encode.to_queue(encode.args, out_);
+    encode.to_queue(encode.args, pending_);
   } catch (...) {  // bad_alloc
-    out_.rollback(mark);
+    pending_.rollback(mark);
     reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
     return;
   }
-  const std::size_t body = out_.mark() - mark - protocol::header_size;
+  const std::size_t body = pending_.mark() - mark - protocol::header_size;
   if (body + attachment.size() > config_.max_frame_size) {
-    out_.rollback(mark);
+    pending_.rollback(mark);
     reject(lk, call, too_large(body + attachment.size()));
     return;
   }
   if (borrows(attachment.size())) {
     append_borrowed_locked(call, attachment);
   } else {
-    out_.append(attachment);
+    pending_.append(attachment);
   }
   register_call(call, timeout);
   protocol::frame_header h;
@@ -447,8 +443,8 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   h.attachment_length = static_cast<std::uint32_t>(attachment.size());
   // The deadline travels with the request, so the server can skip work nobody awaits.
   h.timeout_ms = wire_timeout(timeout);
-  protocol::encode_header(h, out_.at(mark));  // after encoding: the buffer may have moved
-  out_.count_frame();
+  protocol::encode_header(h, pending_.at(mark));  // after encoding: the buffer may have moved
+  pending_.count_frame();
   const bool kick = schedule_flush_locked();
   const bool rearm = call->timed && deadlines_.head() == call;
   lk.unlock();
@@ -481,18 +477,18 @@ call_base* client_connection::take_call(std::uint64_t id) {
 // ---- caps and parked requests (under mutex_) ---------------------------------------------
 
 void client_connection::append_borrowed_locked(call_base* call, std::string_view attachment) {
-  out_.append_borrowed(attachment);
+  pending_.append_borrowed(attachment);
   call->pinned = true;
   call->add_ref();  // the pin's own reference, dropped when the write is done
-  pinned_out_.push_back(call);
+  pinned_pending_.push_back(call);
 }
 
 bool client_connection::has_room_locked(std::size_t bytes) const noexcept {
   if (config_.max_pending_calls != 0 && calls_.size() >= config_.max_pending_calls) {
     return false;
   }
-  return config_.max_queued_request_bytes == 0 || out_.empty() ||
-         out_.size() + bytes <= config_.max_queued_request_bytes;
+  return config_.max_queued_request_bytes == 0 || pending_.empty() ||
+         pending_.size() + bytes <= config_.max_queued_request_bytes;
 }
 
 void client_connection::park_locked(call_base* call, std::unique_ptr<parked_request> p,
@@ -523,12 +519,12 @@ void client_connection::admit_parked_locked(std::vector<call_base*>& admitted) {
             : 0;
     protocol::encode_header(p->header, p->frame.data());
     if (config_.coalesce_writes && p->frame.size() >= own_segment) {
-      out_.append_owned(std::move(p->frame));
+      pending_.append_owned(std::move(p->frame));
     } else {
-      out_.append(p->frame);
+      pending_.append(p->frame);
     }
     if (!p->borrowed.empty()) append_borrowed_locked(call, p->borrowed);
-    out_.count_frame();
+    pending_.count_frame();
     admitted.push_back(call);
   }
 }
@@ -567,20 +563,20 @@ void client_connection::flush() {
     flush_scheduled_ = false;
     // Replies and writes since the last flush may have made room for parked requests.
     if (open_ && !parked_.empty()) admit_parked_locked(admitted);
-    if (!writing_ && open_ && !out_.empty()) {
+    if (!writing_ && open_ && !pending_.empty()) {
       // Conservative in the one-frame-per-write mode: everything queued counts as written.
       written_seq_ = submit_seq_;
       if (config_.coalesce_writes) {
-        std::swap(out_, sending_);
-        pinned_sending_.swap(pinned_out_);
+        std::swap(pending_, frames_.sending());
+        pinned_sending_.swap(pinned_pending_);
       } else {
         // coalesce_writes off, the baseline: one request per write. Client queues hold no owned
         // segments, so the first frame is the first contiguous bytes.
         protocol::frame_header h;
-        protocol::decode_header(out_.at(0), h, UINT32_MAX);
-        sending_.append(std::string_view(out_.at(0), h.frame_size()));
-        sending_.count_frame();
-        out_.erase_front(h.frame_size());
+        protocol::decode_header(pending_.at(0), h, UINT32_MAX);
+        frames_.sending().append(std::string_view(pending_.at(0), h.frame_size()));
+        frames_.sending().count_frame();
+        pending_.erase_front(h.frame_size());
       }
       writing_ = start = true;
       // The queue just emptied: parked requests that fit now leave with the next write.
@@ -601,18 +597,13 @@ std::shared_ptr<byte_stream> client_connection::tls_keep() const {
 }
 
 void client_connection::start_write() {
-  write_calls_ = 0;
-  byte_stream& stream = *stream_;
-  stream.async_write(
-      sending_.buffers(), &write_calls_, &last_heard_, nullptr,
-      [self = shared_from_this(), keep = tls_keep(), epoch = epoch_](
-          const std::error_code& ec, std::size_t n) { self->on_write(epoch, ec, n); });
+  frames_.write(*stream_, nullptr,
+                [self = shared_from_this(), keep = tls_keep(), epoch = epoch_](
+                    const std::error_code& ec, std::size_t n) { self->on_write(epoch, ec, n); });
 }
 
 void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
-  stats_.on_write(sending_.frames(), write_calls_, n);
-  if (peer_drained(write_calls_)) last_heard_ = std::chrono::steady_clock::now();
-  sending_.clear();
+  frames_.end_write(n, stats_);
   {
     std::lock_guard lk(mutex_);
     writing_ = false;
@@ -627,13 +618,11 @@ void client_connection::on_write(std::uint64_t epoch, const std::error_code& ec,
 
 // ---- reading --------------------------------------------------------------------------
 
-void client_connection::start_reading(std::uint64_t epoch) {
-  read_buf_.prepare_read(read_room_.get(), read_room::initial);
-  byte_stream& stream = *stream_;
-  stream.async_read_some(
-      read_buf_.tail(), read_buf_.tail_room(), nullptr,
-      [self = shared_from_this(), keep = tls_keep(), epoch](
-          const std::error_code& ec, std::size_t n) { self->on_read(epoch, ec, n); });
+void client_connection::read_more(std::uint64_t epoch) {
+  frames_.prepare_read(read_room::initial);
+  frames_.read(*stream_, nullptr,
+               [self = shared_from_this(), keep = tls_keep(), epoch](
+                   const std::error_code& ec, std::size_t n) { self->on_read(epoch, ec, n); });
 }
 
 void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
@@ -648,75 +637,66 @@ void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, 
     }
     return;
   }
-  read_room_.after_read(n, read_buf_.tail_room());
-  read_buf_.commit(n);
-  stats_.on_read(n);
-  last_heard_ = std::chrono::steady_clock::now();
+  frames_.commit_read(n, stats_, std::chrono::steady_clock::now());
   dispatching_ = true;
-  const bool ok = process_frames();
+  reply_role role{*this};
+  const bool ok = frames_.process(role);
   dispatching_ = false;
   if (!ok) return;
   flush();
-  // Shrink a buffer grown for big replies once a batch held none (see the server).
-  if (read_buf_.empty() && largest_reply_ <= max_read_room) read_buf_.shrink_to(max_read_room);
-  largest_reply_ = 0;
-  start_reading(epoch);
+  frames_.end_batch(idle_read_buffer, false);
+  read_more(epoch);
 }
 
-bool client_connection::process_frames() {
-  while (read_buf_.size() >= protocol::header_size) {
-    protocol::frame_header h;
-    const auto herr = protocol::decode_header(read_buf_.data(), h, config_.max_frame_size);
-    const bool control = h.type == protocol::msg_type::ping || h.type == protocol::msg_type::pong;
-    if (herr != protocol::header_errc::ok || (h.type != protocol::msg_type::response && !control)) {
-      std::string why = herr == protocol::header_errc::too_large
-                            ? "reply of " + std::to_string(h.payload_size()) +
-                                  " bytes exceeds max_frame_size " +
-                                  std::to_string(config_.max_frame_size)
-                        : herr != protocol::header_errc::ok ? std::string(protocol::to_string(herr))
-                                                            : std::string("expected a response");
-      fail_all({rpc_errc::protocol_error, "bad reply from server: " + why});
-      return false;
+std::uint32_t client_connection::reply_role::max_frame_size() const noexcept {
+  return c.config_.max_frame_size;
+}
+
+void client_connection::reply_role::on_bad_frame(const protocol::frame_header& h,
+                                                 protocol::header_errc e) {
+  c.fail_all(
+      {rpc_errc::protocol_error,
+       "bad reply from server: " + describe_bad_header(e, h, c.config_.max_frame_size, "reply",
+                                                       "max_frame_size", "a response")});
+}
+
+void client_connection::reply_role::on_partial_frame(const protocol::frame_header& h) {
+  byte_buffer& buf = c.frames_.read_buffer();
+  buf.ensure_tail(h.frame_size() - buf.size());
+}
+
+frame_verdict client_connection::reply_role::on_frame(const protocol::frame_header& h,
+                                                      const char* body) {
+  if (h.type != protocol::msg_type::response) [[unlikely]] {
+    if (h.type == protocol::msg_type::ping) {
+      std::lock_guard lk(c.mutex_);
+      c.queue_control_locked(protocol::msg_type::pong, h.request_id);  // on_read flushes
     }
-    if (read_buf_.size() < h.frame_size()) {
-      read_buf_.ensure_tail(h.frame_size() - read_buf_.size());
-      break;
-    }
-    if (control) {
-      if (h.type == protocol::msg_type::ping) {
-        std::lock_guard lk(mutex_);
-        queue_control_locked(protocol::msg_type::pong, h.request_id);  // on_read flushes
-      }
-      read_buf_.consume(h.frame_size());
-      continue;
-    }
-    const char* body = read_buf_.data() + protocol::header_size;
-    if (h.request_id == 0 && h.status != rpc_errc::ok) {
-      // The server rejected the stream itself (e.g. a corrupt frame) and is closing.
-      std::string message;
-      if (codec::decode(std::string_view(body, h.body_length), message) != codec::decode_errc::ok)
-        message = "server reported a connection error";
-      fail_all({h.status, std::move(message)});
-      return false;
-    }
-    // Counted before the caller resumes, so a caller that reads stats() sees its reply.
-    stats_.on_frames_received(1);
-    call_base* call;
-    bool deferred = false;
-    {
-      std::lock_guard lk(mutex_);
-      call = take_call(h.request_id);
-      if (call != nullptr) deferred = call->completion_deferred = call->pinned;
-    }
-    if (call != nullptr) {  // else: a late reply to a call that already timed out
-      call->set_reply(h.status, std::string_view(body, h.body_length),
-                      std::string_view(body + h.body_length, h.attachment_length));
-      finish_call(call, deferred);  // may resume the caller right here, on this reactor
-    }
-    largest_reply_ = std::max(largest_reply_, h.frame_size());
-    read_buf_.consume(h.frame_size());
+    return frame_verdict::next;
   }
-  return true;
+  if (h.request_id == 0 && h.status != rpc_errc::ok) [[unlikely]] {
+    // The server rejected the stream itself (e.g. a corrupt frame) and is closing.
+    std::string message;
+    if (codec::decode(std::string_view(body, h.body_length), message) != codec::decode_errc::ok)
+      message = "server reported a connection error";
+    c.fail_all({h.status, std::move(message)});
+    return frame_verdict::fail;
+  }
+  // Counted before the caller resumes, so a caller that reads stats() sees its reply.
+  c.stats_.on_frames_received(1);
+  call_base* call;
+  bool deferred = false;
+  {
+    std::lock_guard lk(c.mutex_);
+    call = c.take_call(h.request_id);
+    if (call != nullptr) deferred = call->completion_deferred = call->pinned;
+  }
+  if (call != nullptr) {  // else: a late reply to a call that already timed out
+    call->set_reply(h.status, std::string_view(body, h.body_length),
+                    std::string_view(body + h.body_length, h.attachment_length));
+    finish_call(call, deferred);  // may resume the caller right here, on this reactor
+  }
+  return frame_verdict::next;
 }
 
 // ---- deadlines ------------------------------------------------------------------------
@@ -775,10 +755,7 @@ void client_connection::on_timer() {
 // ---- cancellation and heartbeats -------------------------------------------------------
 
 void client_connection::queue_control_locked(protocol::msg_type type, std::uint64_t id) {
-  protocol::frame_header h;
-  h.type = type;
-  h.request_id = id;
-  protocol::encode_header(h, out_.extend(protocol::header_size));
+  append_control_frame(pending_, type, id);
   if (type == protocol::msg_type::cancel) stats_.on_cancelled();
   if (type == protocol::msg_type::ping) stats_.on_ping();
 }
@@ -802,14 +779,8 @@ void client_connection::cancel(call_base* call) {
 
 void client_connection::arm_heartbeat(std::uint64_t epoch) {
   if (config_.heartbeat_interval.count() <= 0 && config_.heartbeat_timeout.count() <= 0) return;
-  auto next = std::chrono::steady_clock::time_point::max();
-  if (config_.heartbeat_interval.count() > 0) {
-    next = std::max(last_heard_, last_ping_) + config_.heartbeat_interval;
-  }
-  if (config_.heartbeat_timeout.count() > 0) {
-    next = std::min(next, last_heard_ + config_.heartbeat_timeout);
-  }
-  heartbeat_timer_.expires_at(next);
+  heartbeat_timer_.expires_at(
+      frames_.clock.next_check(config_.heartbeat_interval, config_.heartbeat_timeout));
   heartbeat_timer_.async_wait([self = shared_from_this(), epoch](const std::error_code& ec) {
     if (!ec && epoch == self->epoch_) self->on_heartbeat(epoch);
   });
@@ -817,7 +788,7 @@ void client_connection::arm_heartbeat(std::uint64_t epoch) {
 
 void client_connection::on_heartbeat(std::uint64_t epoch) {
   const auto now = std::chrono::steady_clock::now();
-  if (config_.heartbeat_timeout.count() > 0 && now >= last_heard_ + config_.heartbeat_timeout) {
+  if (frames_.clock.silent(now, config_.heartbeat_timeout)) {
     stats_.on_dead_peer();
     fail_all(
         {rpc_errc::connection_closed, "nothing heard from the server for " +
@@ -825,9 +796,7 @@ void client_connection::on_heartbeat(std::uint64_t epoch) {
                                           " ms (heartbeat timeout): connection presumed dead"});
     return;
   }
-  if (config_.heartbeat_interval.count() > 0 &&
-      now >= std::max(last_heard_, last_ping_) + config_.heartbeat_interval) {
-    last_ping_ = now;
+  if (frames_.clock.take_ping(now, config_.heartbeat_interval)) {
     bool kick;
     {
       std::lock_guard lk(mutex_);

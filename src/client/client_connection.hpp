@@ -23,7 +23,7 @@
 #include "corvid/detail/request_encoder.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
-#include "../transport/read_room.hpp"
+#include "../transport/frame_stream.hpp"
 #include "../transport/stats_counters.hpp"
 #include "call_table.hpp"
 #include "deadline_list.hpp"
@@ -98,7 +98,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   bool has_room_locked(std::size_t bytes) const noexcept;
   void park_locked(call_base* call, std::unique_ptr<parked_request> p,
                    std::chrono::milliseconds timeout);
-  // Moves parked requests that now fit into out_, first come first served; their callers
+  // Moves parked requests that now fit into pending_, first come first served; their callers
   // go to `admitted`, to be resumed (call_base::admit) once the lock is released.
   void admit_parked_locked(std::vector<call_base*>& admitted);
   void register_call(call_base* call, std::chrono::milliseconds timeout);  // under mutex_
@@ -107,7 +107,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   call_base* take_call(std::uint64_t id);                                  // under mutex_
   bool schedule_flush_locked();
   void send_cancels_before_close();  // reactor thread, from close()
-  // Appends a cancel/ping/pong frame to out_ (not counted as an RPC frame).
+  // Appends a cancel/ping/pong frame to pending_ (not counted as an RPC frame).
   void queue_control_locked(protocol::msg_type type, std::uint64_t id);
   void kick_flush();
   // After queueing or parking: flush, or (a write in flight) at least arm the timer for a
@@ -115,11 +115,23 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void after_submit(bool kick, bool rearm);
   std::string closed_reason_or_default() const;
 
-  void start_reading(std::uint64_t epoch);
+  void read_more(std::uint64_t epoch);
   void on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
-  bool process_frames();
+  // This side's part in the frame stream's batch loop: replies complete their calls, pings
+  // are answered.
+  struct reply_role {
+    client_connection& c;
+    std::uint32_t max_frame_size() const noexcept;
+    static bool accepts(protocol::msg_type t) noexcept {
+      return t == protocol::msg_type::response || t == protocol::msg_type::ping ||
+             t == protocol::msg_type::pong;
+    }
+    void on_bad_frame(const protocol::frame_header& h, protocol::header_errc e);
+    void on_partial_frame(const protocol::frame_header& h);
+    frame_verdict on_frame(const protocol::frame_header& h, const char* body);
+  };
   void flush();
-  void start_write();  // sending_ holds the batch
+  void start_write();  // frames_.sending() holds the batch
   void on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
   void on_connected(std::uint64_t epoch);
   struct connect_attempt;
@@ -160,18 +172,12 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;
   asio::steady_timer heartbeat_timer_;
-  std::chrono::steady_clock::time_point last_heard_{};  // last read, or a write the server drained
-  std::chrono::steady_clock::time_point last_ping_{};
   std::chrono::steady_clock::time_point timer_armed_for_ =
       std::chrono::steady_clock::time_point::max();
-  byte_buffer read_buf_;
-  outbound_queue sending_;
+  frame_stream frames_;      // read buffer, the write in flight, heartbeat clock
   std::uint64_t epoch_ = 0;  // bumps on every (re)connect; stale handlers see a mismatch
-  std::uint64_t write_calls_ = 0;
   stats_counters stats_;
   bool dispatching_ = false;
-  read_room read_room_;
-  std::size_t largest_reply_ = 0;  // in the current read batch
 
   // Shared state, under mutex_.
   mutable std::mutex mutex_;
@@ -182,9 +188,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   std::shared_ptr<rdma::rdma_context> rdma_ctx_;  // init_ibv()
   std::shared_ptr<asio::ssl::context> tls_ctx_;   // init_tls(), or built from config_.tls
   std::string tls_server_name_;
-  outbound_queue out_;
-  std::vector<call_base*> pinned_out_;      // calls with borrowed bytes in out_
-  std::vector<call_base*> pinned_sending_;  // ... in sending_ (swapped with out_ under mutex_)
+  outbound_queue pending_;                  // frames for the next write
+  std::vector<call_base*> pinned_pending_;  // calls with borrowed bytes in pending_
+  std::vector<call_base*> pinned_sending_;  // ... in frames_.sending() (swapped under mutex_)
   call_table calls_;                        // sent or queued, by request id
   std::uint64_t submit_seq_ = 0;            // seq of the last call registered
   std::uint64_t written_seq_ = 0;           // calls up to this seq were handed to a write

@@ -1,6 +1,7 @@
 #include "server_connection.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 
 #include <asio/post.hpp>
@@ -17,7 +18,6 @@
 
 namespace corvid::detail {
 namespace {
-constexpr std::size_t max_read_room = read_room::max;
 // Error messages (a handler's what() included) are cut to this: an error frame is charged
 // by force, so its size must be bounded.
 constexpr std::size_t max_error_message = 4096;
@@ -43,15 +43,15 @@ server_connection::server_connection(server_core& core,
   // Read buffers come from the reactors' pools: connection churn does not reach malloc, and
   // neither does a buffer growing for a big frame and shrinking back (up to 256 KiB).
   const auto block = buffer_pool::for_this_thread().acquire(core.config.read_buffer_size);
-  read_buf_.adopt_storage(block.data, block.capacity);
-  read_buf_.draw_from_thread_pool();
-  mem_.settle_read(read_buf_.capacity());
+  frames_.read_buffer().adopt_storage(block.data, block.capacity);
+  frames_.read_buffer().draw_from_thread_pool();
+  mem_.settle_read(frames_.read_buffer().capacity());
 }
 
 void server_connection::start() {
   if (has_time_limits()) {
     timer_.emplace(reactor_);
-    last_activity_ = last_heard_ = std::chrono::steady_clock::now();
+    last_activity_ = frames_.clock.last_heard = std::chrono::steady_clock::now();
     arm_timer();
   }
   if (auto tls = core_.tls()) {
@@ -76,6 +76,10 @@ void server_connection::begin_tls(std::shared_ptr<const server_tls> tls) {
 void server_connection::on_first_byte(const std::shared_ptr<const server_tls>& tls) {
   unsigned char first = 0;
   const ssize_t n = ::recv(stream_.socket().native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    begin_tls(tls);  // a readiness report with nothing to read (spurious wake-up): wait again
+    return;
+  }
   if (n <= 0) {
     close();  // gone before saying anything (or an error)
     return;
@@ -153,10 +157,7 @@ std::chrono::steady_clock::time_point server_connection::next_check() const noex
   if (c.frame_read_timeout.count() > 0 && frame_started_ != time_point{}) {
     t = std::min(t, frame_started_ + c.frame_read_timeout);
   }
-  if (c.heartbeat_timeout.count() > 0) t = std::min(t, last_heard_ + c.heartbeat_timeout);
-  if (c.heartbeat_interval.count() > 0) {
-    t = std::min(t, std::max(last_heard_, last_ping_) + c.heartbeat_interval);
-  }
+  t = std::min(t, frames_.clock.next_check(c.heartbeat_interval, c.heartbeat_timeout));
   const time_point now = std::chrono::steady_clock::now();
   if (c.write_timeout.count() > 0) {
     // A write starts without re-arming the timer (the hot path never touches it), so a
@@ -168,7 +169,7 @@ std::chrono::steady_clock::time_point server_connection::next_check() const noex
   // A frame may start later: look again within frame_read_timeout.
   if (c.frame_read_timeout.count() > 0) t = std::min(t, now + c.frame_read_timeout);
   // Paused by a limit, the connection reads nothing, so it would not see its peer leave.
-  if (paused() && !stream_.is_rdma()) t = std::min(t, last_ping_ + probe_interval());
+  if (paused() && !stream_.is_rdma()) t = std::min(t, frames_.clock.last_ping + probe_interval());
   return t;
 }
 
@@ -192,13 +193,14 @@ void server_connection::on_timer() {
     return;
   }
   // (Not while paused: then the frames wait in our buffer and the silence is ours.)
-  if (!paused() && !read_buf_.empty() && read_buf_.capacity() > core_.config.read_buffer_size &&
-      core_.memory.pressed() && now - last_heard_ >= stall_grace()) {
+  if (!paused() && !frames_.read_buffer().empty() &&
+      frames_.read_buffer().capacity() > core_.config.read_buffer_size && core_.memory.pressed() &&
+      now - frames_.clock.last_heard >= stall_grace()) {
     core_.stats.on_dead_peer();
     close();  // a frame granted memory stopped arriving while others wait for memory
     return;
   }
-  if (paused() && !stream_.is_rdma() && now - last_ping_ >= probe_interval()) {
+  if (paused() && !stream_.is_rdma() && now - frames_.clock.last_ping >= probe_interval()) {
     // The peer's FIN waits behind the requests left unread, or never arrives at all when
     // our full receive window holds it back in the peer's kernel. poll() tells about a FIN
     // that did arrive; a ping makes a peer that closed answer with an RST (a live one
@@ -209,7 +211,7 @@ void server_connection::on_timer() {
       close_if_done();
       if (closed_) return;
     }
-    last_ping_ = now;  // the next probe is due hangup_probe from now, ping or not
+    frames_.clock.last_ping = now;  // the next probe is due hangup_probe from now, ping or not
     if (!writing_ && pending_.empty()) {  // a write in flight is a probe of its own
       core_.stats.on_ping();
       queue_control(protocol::msg_type::ping, 0);
@@ -221,14 +223,14 @@ void server_connection::on_timer() {
     // not progressing and a peer not heard are our doing. The clocks restart (a peer that
     // does not read is caught by write_timeout above).
     if (frame_started_ != time_point{}) frame_started_ = now;
-    last_heard_ = now;
+    frames_.clock.last_heard = now;
   }
   if (c.frame_read_timeout.count() > 0 && frame_started_ != time_point{} &&
       now >= frame_started_ + c.frame_read_timeout) {
     close();  // a peer dribbling a frame (slowloris) may not read an error reply either
     return;
   }
-  if (c.heartbeat_timeout.count() > 0 && now >= last_heard_ + c.heartbeat_timeout) {
+  if (frames_.clock.silent(now, c.heartbeat_timeout)) {
     core_.stats.on_dead_peer();
     close();  // nothing heard, not even a pong: the peer is gone (half-open connection)
     return;
@@ -240,9 +242,7 @@ void server_connection::on_timer() {
     }
     last_activity_ = now;  // busy: idle counts from now
   }
-  if (c.heartbeat_interval.count() > 0 &&
-      now >= std::max(last_heard_, last_ping_) + c.heartbeat_interval) {
-    last_ping_ = now;
+  if (frames_.clock.take_ping(now, c.heartbeat_interval)) {
     core_.stats.on_ping();
     queue_control(protocol::msg_type::ping, 0);
     flush();
@@ -261,21 +261,21 @@ void server_connection::read_more() {
     watch_hangup();
     return;
   }
+  byte_buffer& buf = frames_.read_buffer();
   // Growing the read room is reserved first; without memory the current buffer must do.
-  if (read_room_.get() > read_buf_.capacity() && !mem_.reserve_read_speculative(read_room_.get())) {
-    read_room_.cap(read_buf_.capacity());
+  if (frames_.room().get() > buf.capacity() &&
+      !mem_.reserve_read_speculative(frames_.room().get())) {
+    frames_.room().cap(buf.capacity());
   }
-  const std::size_t free_room = read_buf_.capacity() - read_buf_.size();
-  read_buf_.prepare_read(read_room_.get(),
-                         std::clamp<std::size_t>(free_room, 1, read_room::initial));
-  mem_.settle_read(read_buf_.capacity());
+  const std::size_t free_room = buf.capacity() - buf.size();
+  frames_.prepare_read(std::clamp<std::size_t>(free_room, 1, read_room::initial));
+  mem_.settle_read(buf.capacity());
   reading_ = true;
   auto done = [self = std::static_pointer_cast<server_connection>(shared_from_this())](
                   const std::error_code& ec, std::size_t n) {
     self->on_read(ec, n);
   };
-  stream_.async_read_some(read_buf_.tail(), read_buf_.tail_room(),
-                          stream_.read_cancellable() ? &read_cancel_ : nullptr, std::move(done));
+  frames_.read(stream_, stream_.read_cancellable() ? &read_cancel_ : nullptr, std::move(done));
 }
 
 void server_connection::on_read(const std::error_code& ec, std::size_t n) {
@@ -306,11 +306,8 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
     close_if_done();
     return;
   }
-  read_room_.after_read(n, read_buf_.tail_room());
-  read_buf_.commit(n);
-  core_.stats.on_read(n);
   read_time_ = std::chrono::steady_clock::now();  // deadlines count from arrival
-  last_heard_ = read_time_;
+  frames_.commit_read(n, core_.stats, read_time_);
   const bool ok = process_frames();
   flush(batch_end_);
   settle_replies();
@@ -321,21 +318,21 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
 void server_connection::reclaim_read_buffer() {
   holding_ = false;
   if (closed_ || !stream_.read_cancellable() || skip_ != 0 ||
-      read_buf_.capacity() <= core_.config.read_buffer_size) {
+      frames_.read_buffer().capacity() <= core_.config.read_buffer_size) {
     return;
   }
-  if (!read_buf_.empty()) {
+  if (!frames_.read_buffer().empty()) {
     // Mid-frame the buffer is in use (its batch end shrinks it while anyone waits), unless
     // the frame stopped arriving: memory granted for a frame its peer does not send is
     // taken back from a peer that stays silent for stall_grace() while others wait.
     if (paused()) return;  // the silence is ours: we stopped reading
     const time_point now = std::chrono::steady_clock::now();
-    if (now - last_heard_ >= stall_grace()) {
+    if (now - frames_.clock.last_heard >= stall_grace()) {
       core_.stats.on_dead_peer();
       close();
       return;
     }
-    recheck_at(last_heard_ + stall_grace());
+    recheck_at(frames_.clock.last_heard + stall_grace());
     return;
   }
   if (reading_) {
@@ -349,9 +346,9 @@ void server_connection::reclaim_read_buffer() {
 }
 
 void server_connection::shrink_idle_read_buffer() {
-  read_buf_.shrink_to(core_.config.read_buffer_size);
-  read_room_.cap(core_.config.read_buffer_size);  // regrow only by use
-  mem_.settle_read(read_buf_.capacity());         // releases, and wakes the waiters
+  frames_.read_buffer().shrink_to(core_.config.read_buffer_size);
+  frames_.room().cap(core_.config.read_buffer_size);   // regrow only by use
+  mem_.settle_read(frames_.read_buffer().capacity());  // releases, and wakes the waiters
 }
 
 void server_connection::on_peer_finished() {
@@ -393,7 +390,7 @@ void server_connection::watch_hangup() {
       if (!ec && !self->closed_) self->close();  // the peer reset
     });
   }
-  const time_point probe = last_ping_ + probe_interval();
+  const time_point probe = frames_.clock.last_ping + probe_interval();
   if (timer_ && timer_->expiry() > probe) recheck_at(probe);
 }
 
@@ -433,85 +430,33 @@ void server_connection::resume_dispatch() {
 
 bool server_connection::process_frames() {
   dispatching_ = true;
-  bool ok = true;
-  std::uint64_t frames = 0;
-  std::size_t largest = 0;
-  bool requests = false;
+  batch_frames_ = 0;
+  batch_requests_ = false;
+  byte_buffer& buf = frames_.read_buffer();
   if (skip_ != 0) {  // the rest of a refused frame
-    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(skip_, read_buf_.size()));
-    read_buf_.consume(n);
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(skip_, buf.size()));
+    buf.consume(n);
     skip_ -= n;
   }
-  while (skip_ == 0 && read_buf_.size() >= protocol::header_size) {
-    protocol::frame_header h;
-    auto herr = protocol::decode_header(read_buf_.data(), h, core_.config.max_frame_size);
-    if (herr == protocol::header_errc::too_large) {
-      fail(h.request_id, rpc_errc::message_too_large,
-           "frame of " + std::to_string(h.payload_size()) + " bytes exceeds the server limit of " +
-               std::to_string(core_.config.max_frame_size));
-      ok = false;
-      break;
-    }
-    if (herr != protocol::header_errc::ok || h.type == protocol::msg_type::response) {
-      fail(0, rpc_errc::protocol_error,
-           herr != protocol::header_errc::ok ? std::string(protocol::to_string(herr))
-                                             : std::string("expected a request frame"));
-      ok = false;
-      break;
-    }
-    if (read_buf_.size() < h.frame_size()) {
-      grow_for_frame(h, frames);
-      break;
-    }
-    if (h.type == protocol::msg_type::rdma_setup) {
-      on_rdma_setup(h, read_buf_.data() + protocol::header_size);
-      read_buf_.consume(h.frame_size());
-      break;  // the client sends nothing more on this socket
-    }
-    if (h.type == protocol::msg_type::request) {
-      bool admitted = false;
-      try {
-        admitted = admit_request(h, ok);
-      } catch (...) {
-        // Out of memory in our own bookkeeping (handlers' and decoders' exceptions are
-        // answered where they happen): this connection cannot keep its replies consistent.
-        mem_.return_admitted();
-        close();
-        ok = false;
-      }
-      if (!admitted) break;
-      requests = true;
-      ++frames;
-    } else {
-      on_control(h);
-    }
-    read_buf_.consume(h.frame_size());
-    largest = std::max(largest, h.frame_size());
-    frame_started_ = {};  // whatever follows started arriving with this batch
+  bool ok = true;
+  if (skip_ == 0) {
+    request_role role{*this};
+    ok = frames_.process(role);
   }
   dispatching_ = false;
   if (timer_) {
     const time_point now = std::chrono::steady_clock::now();  // after the handlers ran
     batch_end_ = now;
-    if (requests) last_activity_ = now;
-    const bool partial = !read_buf_.empty() || skip_ != 0;  // a frame is still arriving
+    if (batch_requests_) last_activity_ = now;
+    const bool partial = !buf.empty() || skip_ != 0;  // a frame is still arriving
     if (partial && frame_started_ == time_point{}) frame_started_ = now;
     if (!partial) frame_started_ = {};
   }
-  core_.stats.on_frames_received(frames);
-  // A buffer grown for big frames goes back to the system once a drained batch held none:
-  // while big frames keep coming it stays, so each is read straight into it without
-  // reallocating (and re-faulting megabytes of fresh pages) per frame.
-  // Under memory pressure (someone waits) an empty buffer shrinks to its initial size.
-  const bool pressed = core_.memory.has_waiters();
-  if (read_buf_.empty() && (largest <= max_read_room || pressed)) {
-    read_buf_.shrink_to(pressed ? core_.config.read_buffer_size
-                                : std::max(core_.config.read_buffer_size, max_read_room));
-  }
+  core_.stats.on_frames_received(batch_frames_);
+  frames_.end_batch(core_.config.read_buffer_size, core_.memory.has_waiters());
   mem_.end_batch();
-  mem_.settle_read(read_buf_.capacity());
-  if (!holding_ && stream_.read_cancellable() &&
-      read_buf_.capacity() > core_.config.read_buffer_size) {
+  mem_.settle_read(buf.capacity());
+  if (!holding_ && stream_.read_cancellable() && buf.capacity() > core_.config.read_buffer_size) {
     holding_ = true;  // until reclaimed: then registered again by a later batch
     std::weak_ptr<server_connection> weak =
         std::static_pointer_cast<server_connection>(shared_from_this());
@@ -522,11 +467,56 @@ bool server_connection::process_frames() {
   return ok;
 }
 
-bool server_connection::grow_for_frame(const protocol::frame_header& h, std::uint64_t& frames) {
-  const std::size_t have = read_buf_.size();
+std::uint32_t server_connection::request_role::max_frame_size() const noexcept {
+  return c.core_.config.max_frame_size;
+}
+
+void server_connection::request_role::on_bad_frame(const protocol::frame_header& h,
+                                                   protocol::header_errc e) {
+  const std::string why = describe_bad_header(e, h, c.core_.config.max_frame_size, "frame",
+                                              "the server limit of", "a request frame");
+  if (e == protocol::header_errc::too_large) {
+    c.fail(h.request_id, rpc_errc::message_too_large, why);
+  } else {
+    c.fail(0, rpc_errc::protocol_error, why);
+  }
+}
+
+void server_connection::request_role::on_partial_frame(const protocol::frame_header& h) {
+  c.grow_for_frame(h);
+}
+
+frame_verdict server_connection::request_role::on_frame(const protocol::frame_header& h,
+                                                        const char* payload) {
+  frame_verdict v = frame_verdict::next;
+  if (h.type == protocol::msg_type::request) [[likely]] {
+    bool ok = true;
+    try {
+      if (!c.admit_request(h, payload, ok)) return ok ? frame_verdict::hold : frame_verdict::fail;
+    } catch (...) {
+      // Out of memory in our own bookkeeping (handlers' and decoders' exceptions are
+      // answered where they happen): this connection cannot keep its replies consistent.
+      c.mem_.return_admitted();
+      c.close();
+      return frame_verdict::fail;
+    }
+    c.batch_requests_ = true;
+    ++c.batch_frames_;
+  } else if (h.type == protocol::msg_type::rdma_setup) {
+    c.on_rdma_setup(h, payload);
+    v = frame_verdict::last;  // the client sends nothing more on this socket
+  } else {
+    c.on_control(h);
+  }
+  c.frame_started_ = {};  // whatever follows started arriving with this batch
+  return v;
+}
+
+void server_connection::grow_for_frame(const protocol::frame_header& h) {
+  const std::size_t have = frames_.read_buffer().size();
   // What the buffer holds for the whole frame: the pool's size class (exact above them).
   const std::size_t whole = buffer_pool::class_size(h.frame_size());
-  // A header claims a length; only bytes received prove it. Up to max_read_room the buffer
+  // A header claims a length; only bytes received prove it. Up to read_room::max the buffer
   // grows with what arrives (at most about twice it), so a peer that sends headers and stops
   // holds next to nothing. Past that, or when speculative growth is refused, the frame is
   // granted whole: a granted frame always completes, which keeps the server from filling up
@@ -534,15 +524,16 @@ bool server_connection::grow_for_frame(const protocol::frame_header& h, std::uin
   // memory is granted at its header, as such a grant might otherwise never fit.
   if (whole <= core_.memory.read_buffers.limit() / 4) {
     const std::size_t want = buffer_pool::class_size(std::min<std::size_t>(
-        h.frame_size(), std::max({2 * have, read_room_.get(), read_room::initial})));
-    if (want <= std::max(max_read_room, read_buf_.capacity()) &&
+        h.frame_size(), std::max({2 * have, frames_.room().get(), read_room::initial})));
+    if (want <= std::max(read_room::max, frames_.read_buffer().capacity()) &&
         mem_.reserve_read_speculative(want)) {
-      read_buf_.reserve(want);
-      read_buf_.ensure_tail(std::min(h.frame_size(), read_buf_.capacity()) - have);
-      return true;
+      frames_.read_buffer().reserve(want);
+      frames_.read_buffer().ensure_tail(std::min(h.frame_size(), frames_.read_buffer().capacity()) -
+                                        have);
+      return;
     }
   }
-  if (whole > read_buf_.capacity()) {
+  if (whole > frames_.read_buffer().capacity()) {
     if (!mem_.reserve_read(whole)) {
       if (!mem_.read_could_fit(whole)) {
         // Waiting would never end. The frame is within max_frame_size, so the client sends
@@ -552,20 +543,20 @@ bool server_connection::grow_for_frame(const protocol::frame_header& h, std::uin
                         " bytes exceeds the server's read-buffer memory (" +
                         std::to_string(core_.memory.read_buffers.limit()) + " bytes)");
         skip_ = h.frame_size() - have;
-        read_buf_.consume(have);
-        ++frames;
-        return false;
+        frames_.read_buffer().consume(have);
+        ++batch_frames_;
+        return;
       }
-      wait_for_memory(true, whole - read_buf_.capacity());
-      return false;
+      wait_for_memory(true, whole - frames_.read_buffer().capacity());
+      return;
     }
-    read_buf_.reserve(whole);
+    frames_.read_buffer().reserve(whole);
   }
-  read_buf_.ensure_tail(h.frame_size() - have);
-  return true;
+  frames_.read_buffer().ensure_tail(h.frame_size() - have);
 }
 
-bool server_connection::admit_request(const protocol::frame_header& h, bool& ok) {
+bool server_connection::admit_request(const protocol::frame_header& h, const char* payload,
+                                      bool& ok) {
   // Every check passes, the common case: a few compares (the index is empty, the credits
   // cover the request and a reply).
   if (h.request_id != 0 && running_.find(h.request_id) == nullptr &&
@@ -573,14 +564,15 @@ bool server_connection::admit_request(const protocol::frame_header& h, bool& ok)
       mem_.reserve_reply(min_dispatch_room, queued_reply_bytes()) && mem_.admit(h.payload_size()))
       [[likely]] {
     served_request_ = true;
-    dispatch(h, read_buf_.data() + protocol::header_size);
+    dispatch(h, payload);
     mem_.return_admitted();  // unless a coroutine call took the bytes
     return true;
   }
-  return hold_request(h, ok);
+  return hold_request(h, payload, ok);
 }
 
-bool server_connection::hold_request(const protocol::frame_header& h, bool& ok) {
+bool server_connection::hold_request(const protocol::frame_header& h, const char* payload,
+                                     bool& ok) {
   if (h.request_id == 0) {
     fail(0, rpc_errc::protocol_error, "request id 0 is reserved");
     ok = false;
@@ -617,7 +609,7 @@ bool server_connection::hold_request(const protocol::frame_header& h, bool& ok) 
   // Room for the request bytes a coroutine call copies, before it runs.
   if (!server_full && mem_.admit(h.payload_size())) {
     served_request_ = true;
-    dispatch(h, read_buf_.data() + protocol::header_size);
+    dispatch(h, payload);
     mem_.return_admitted();
   } else if (!mem_.call_could_fit(h.payload_size())) {  // waiting would never end
     reply_error(h.request_id, rpc_errc::message_too_large,
@@ -676,12 +668,7 @@ void server_connection::on_control(const protocol::frame_header& h) {
 
 void server_connection::queue_control(protocol::msg_type type, std::uint64_t id) {
   if (closed_) return;
-  protocol::frame_header h;
-  h.type = type;
-  h.request_id = id;
-  protocol::encode_header(h, pending_.extend(protocol::header_size));
-  // Not counted as a frame: stats count RPC frames, and the heartbeat logic relies on
-  // writes of control frames alone not counting as the peer's sign of life.
+  append_control_frame(pending_, type, id);
   if (!dispatching_) flush();
 }
 
@@ -728,7 +715,7 @@ void server_connection::on_rdma_setup(const protocol::frame_header& h, const cha
 
 void server_connection::switch_to_rdma() {
   stream_.switch_to_rdma(std::move(rdma_next_));
-  read_buf_.clear();
+  frames_.read_buffer().clear();
   read_more();
 }
 
@@ -880,25 +867,22 @@ void server_connection::call_finished(request_context& ctx) noexcept {
 
 void server_connection::flush(time_point now) {
   if (writing_ || closed_ || pending_.empty()) return;
-  std::swap(pending_, sending_);
+  std::swap(pending_, frames_.sending());
   writing_ = true;
-  write_calls_ = 0;
   if (core_.config.write_timeout.count() > 0) {
     write_moved_ = now != time_point{} ? now : std::chrono::steady_clock::now();
     // Big replies are what a peer that stops reading leaves behind: known to the memory
     // waiters, they are reclaimed (the connection closed) if they stop moving.
-    if (sending_.size() >= 64 * 1024) hold_replies();
+    if (frames_.sending().size() >= 64 * 1024) hold_replies();
   }
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
-  stream_.async_write(sending_.buffers(), &write_calls_, &last_heard_, &write_moved_,
-                      [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
+  frames_.write(stream_, &write_moved_,
+                [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
 }
 
 void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   writing_ = false;
-  core_.stats.on_write(sending_.frames(), write_calls_, n);
-  if (peer_drained(write_calls_)) last_heard_ = std::chrono::steady_clock::now();
-  sending_.clear();
+  frames_.end_write(n, core_.stats);
   if (ec) {
     close();
     return;
@@ -977,7 +961,7 @@ void server_connection::close() {
     // The buffer goes back to this reactor's pool: no read lands in it any more (a socket
     // read in flight completes as aborted once the socket closes below). An RDMA stream may
     // still copy into it until its own close completes, so that one stays until the end.
-    const auto [data, capacity] = read_buf_.release_storage();
+    const auto [data, capacity] = frames_.read_buffer().release_storage();
     buffer_pool::for_this_thread().release({data, capacity});
     mem_.settle_read(0);
   }

@@ -16,7 +16,7 @@
 
 #include "../memory/server_memory.hpp"
 #include "../transport/byte_stream.hpp"
-#include "../transport/read_room.hpp"
+#include "../transport/frame_stream.hpp"
 #include "running_calls.hpp"
 
 namespace corvid::rdma {
@@ -67,15 +67,26 @@ class server_connection final : public reply_channel {
   // Stops early, leaving frames in the buffer, when a limit pauses the connection (memory,
   // calls in flight, queued replies); resume_dispatch() continues once it lifts.
   bool process_frames();
+  // This side's part in the frame stream's batch loop: requests are admitted and
+  // dispatched, control frames answered, an rdma_setup switches the transport.
+  struct request_role {
+    server_connection& c;
+    std::uint32_t max_frame_size() const noexcept;
+    static bool accepts(protocol::msg_type t) noexcept { return t != protocol::msg_type::response; }
+    void on_bad_frame(const protocol::frame_header& h, protocol::header_errc e);
+    void on_partial_frame(const protocol::frame_header& h);
+    frame_verdict on_frame(const protocol::frame_header& h, const char* payload);
+  };
   // The next frame is a request: whether it may be dispatched now. False = stop the batch
   // (paused, or the frame was refused and the stream cannot continue).
-  bool admit_request(const protocol::frame_header& h, bool& ok);
+  bool admit_request(const protocol::frame_header& h, const char* payload, bool& ok);
   // admit_request when a check fails (out of the hot path): refuses, pauses or answers.
-  [[gnu::cold, gnu::noinline]] bool hold_request(const protocol::frame_header& h, bool& ok);
+  [[gnu::cold, gnu::noinline]] bool hold_request(const protocol::frame_header& h,
+                                                 const char* payload, bool& ok);
   // Makes room for the rest of a frame that has begun to arrive: grows the buffer with the
   // bytes received (at most about twice them), never to what the header merely claims.
-  // False = the batch stops (waiting for memory, or the frame is being skipped).
-  bool grow_for_frame(const protocol::frame_header& h, std::uint64_t& frames);
+  // Or waits for memory, or refuses the frame and skips its bytes as they come.
+  void grow_for_frame(const protocol::frame_header& h);
   void dispatch(const protocol::frame_header& h, const char* payload);
   void resume_dispatch();
   // begin_reply when the reply credit is short (out of the hot path): gives unused call
@@ -104,7 +115,9 @@ class server_connection final : public reply_channel {
   // Memory refused a read buffer or a call: stop reading until a release wakes us.
   void wait_for_memory(bool for_read, std::size_t need);
   void resume_after_memory();
-  std::size_t queued_reply_bytes() const noexcept { return pending_.size() + sending_.size(); }
+  std::size_t queued_reply_bytes() const noexcept {
+    return pending_.size() + frames_.sending().size();
+  }
   void settle_replies() noexcept { mem_.settle_replies(queued_reply_bytes()); }
   // Replies its peer does not take while others wait for memory: closes this connection
   // when its writes have not moved for stall_grace(); otherwise checks again then. The same
@@ -138,11 +151,9 @@ class server_connection final : public reply_channel {
   asio::io_context& reactor_;
   byte_stream stream_;  // TCP, Unix, TLS or RDMA
   std::string peer_;
-  connection_memory mem_;  // before read_buf_: charged for it from the start
-  byte_buffer read_buf_;
+  connection_memory mem_;   // before frames_: charged for its read buffer from the start
+  frame_stream frames_;     // read buffer, the write in flight, heartbeat clock
   outbound_queue pending_;  // replies queued while a write is in flight
-  outbound_queue sending_;  // the write in flight
-  read_room read_room_;
   // Bytes of a refused frame still to be discarded as they arrive (a frame that could never
   // fit the memory limit: answered message_too_large, then skipped, not stored).
   std::uint64_t skip_ = 0;
@@ -150,8 +161,6 @@ class server_connection final : public reply_channel {
   std::optional<asio::steady_timer> timer_;            // only when a time limit is configured
   using time_point = std::chrono::steady_clock::time_point;
   time_point last_activity_{};       // last request or call end: what "idle" is measured from
-  time_point last_heard_{};          // last byte read, or a write the peer drained (heartbeats)
-  time_point last_ping_{};           // our last ping
   time_point frame_started_{};       // first byte of the incomplete frame in read_buf_, or {}
   time_point batch_end_{};           // when the last dispatched batch's handlers had run
   time_point write_moved_{};         // the write in flight started or last moved bytes
@@ -160,8 +169,9 @@ class server_connection final : public reply_channel {
   running_calls running_;            // coroutine calls in flight, by request id
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
-  std::size_t in_flight_ = 0;      // coroutine handlers running (cancelled ones included)
-  std::uint64_t write_calls_ = 0;  // write_some calls of the write in flight
+  std::size_t in_flight_ = 0;       // coroutine handlers running (cancelled ones included)
+  std::uint64_t batch_frames_ = 0;  // RPC frames taken by the batch being processed
+  bool batch_requests_ = false;     // ... of which requests (activity, for idle_timeout)
   bool reply_open_ = false;
   bool dispatching_ = false;
   bool writing_ = false;

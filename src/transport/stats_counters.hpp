@@ -54,7 +54,4 @@ struct stats_counters {
   }
 };
 
-// asio::transfer_all caps each write_some at 64 KiB; this condition lets a gather write hand
-// the kernel everything at once, and counts the write_some calls (one syscall each).
-
 }  // namespace corvid::detail

@@ -430,9 +430,11 @@ TEST(hostile_peers, memory_release_with_thousands_of_waiters_is_cheap) {
   attack_watch w(srv);
   ASSERT_NE(reactor_clock.load(), CLOCK_MONOTONIC);
   std::vector<raw_socket> holders, waiters;
-  // The holders' frames keep arriving, a byte every 100 ms: a frame that stops arriving
-  // while others wait for memory is closed within a second, and its memory freed.
-  constexpr std::size_t held_back = 2048;
+  // The holders' frames keep arriving, a byte every 25 ms: a frame that stops arriving
+  // while others wait for memory is closed within a second, and its memory freed. (At one
+  // every 100 ms, a loaded machine stalling the trickle for a second got holders closed:
+  // their memory then went to waiters, whose frames stop arriving, and those were closed.)
+  constexpr std::size_t held_back = 8192;
   for (int i = 0; i < 15; ++i) {
     holders.emplace_back(srv.port());
     const std::string almost =
@@ -443,7 +445,7 @@ TEST(hostile_peers, memory_release_with_thousands_of_waiters_is_cheap) {
   std::thread trickle([&] {
     for (std::size_t sent = 0; sent + 1 < held_back && trickling; ++sent) {
       for (auto& h : holders) h.send("h");
-      std::this_thread::sleep_for(100ms);
+      std::this_thread::sleep_for(25ms);
     }
   });
   struct stop_trickle {
