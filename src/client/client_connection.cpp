@@ -106,11 +106,6 @@ void client_connection::connect(std::string host, std::string port,
       a->tls = self->tls_ctx_;
       a->server_name = self->tls_server_name_;
     }
-    if (a->rdma && a->tls) {
-      a->done({rpc_errc::invalid_argument,
-               "RDMA (init_ibv) and TLS (init_tls) on one client are not supported together"});
-      return;
-    }
     a->epoch = ++self->epoch_;
     auto stream = self->stream_ = std::make_shared<byte_stream>(self->reactor_);
     self->connect_timer_.expires_after(self->config_.connect_timeout);
@@ -192,7 +187,8 @@ void client_connection::tls_handshake(std::shared_ptr<connect_attempt> a) {
                      a->server_name.empty() ? a->host : a->server_name);
   stream_->tls().async_handshake(
       [self = shared_from_this(), a, stream = stream_](const std::error_code& ec) {
-        self->connect_timer_.cancel();
+        const bool rdma_next = a->rdma && !ec;
+        if (!rdma_next) self->connect_timer_.cancel();  // else it also bounds the RDMA setup
         if (!self->attempt_current(*a, "TLS handshake")) {
           stream->close();
           return;
@@ -204,6 +200,10 @@ void client_connection::tls_handshake(std::shared_ptr<connect_attempt> a) {
                    "TLS handshake with " + a->endpoint() + " failed: " + why});
           return;
         }
+        if (rdma_next) {
+          self->rdma_handshake(a);  // the server verified; the setup runs over TLS
+          return;
+        }
         self->on_connected(a->epoch);
         a->done({});
       });
@@ -212,7 +212,7 @@ void client_connection::tls_handshake(std::shared_ptr<connect_attempt> a) {
 void client_connection::rdma_handshake(std::shared_ptr<connect_attempt> a) {
   std::error_code ignored;
   stream_->socket().set_option(asio::ip::tcp::no_delay(true), ignored);
-  rdma::client_handshake(a->rdma, stream_->socket(), &stats_,
+  rdma::client_handshake(a->rdma, *stream_, &stats_,
                          [self = shared_from_this(), a, stream = stream_](
                              rpc_error e, std::shared_ptr<rdma::rdma_stream> rdma) {
                            self->connect_timer_.cancel();

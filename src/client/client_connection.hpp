@@ -135,12 +135,13 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void on_write(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
   void on_connected(std::uint64_t epoch);
   struct connect_attempt;
-  // The socket is connected: TLS (init_tls / client_config::tls) or RDMA setup (init_ibv)
-  // runs on it next, else the connection is ready.
+  // The socket is connected: TLS (init_tls / client_config::tls) and/or RDMA setup
+  // (init_ibv, over TLS with both) runs on it next, else the connection is ready.
   void on_socket_connected(const std::shared_ptr<connect_attempt>& a, const std::error_code& ec,
                            std::string_view what);
   void tls_handshake(std::shared_ptr<connect_attempt> a);
-  // TCP is up: exchange queue-pair addresses on it, then on_connected over RDMA.
+  // TCP (and TLS, if on) is up: exchange queue-pair addresses on it, then on_connected
+  // over RDMA.
   void rdma_handshake(std::shared_ptr<connect_attempt> a);
   // A handshake ended: false (and `done` told why) when the attempt was superseded or
   // timed out meanwhile.

@@ -1,8 +1,9 @@
 #pragma once
-// The RDMA connection handshake over the TCP connection (docs/protocol.md, "RDMA"): the
-// client sends one rdma_setup frame with its queue pair's address, the server answers with
-// one carrying its own (or an error status and message), then every RPC frame travels over
-// the queue pair while the TCP connection stays open, idle, as the liveness signal.
+// The RDMA connection handshake over the TCP connection (docs/protocol.md, "RDMA"), or over
+// TLS on it: the client sends one rdma_setup frame with its queue pair's address, the server
+// answers with one carrying its own (or an error status and message), then every RPC frame
+// travels over the queue pair while the TCP connection stays open, idle, as the liveness
+// signal (without TLS from then on: see byte_stream::switch_to_rdma).
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -10,12 +11,14 @@
 #include <string>
 #include <string_view>
 
-#include <asio/generic/stream_protocol.hpp>
-
 #include "corvid/error.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
 #include "rdma_stream.hpp"
+
+namespace corvid::detail {
+class byte_stream;
+}
 
 namespace corvid::rdma {
 
@@ -55,10 +58,12 @@ expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
     const std::shared_ptr<rdma_context>& ctx, asio::io_context& reactor, rdma_counters* counters,
     std::string_view request, std::string_view peer_key, std::string& reply);
 
-// Client: runs the handshake on a connected socket (owned by the caller, who keeps it alive
-// until `done` runs) and hands back a connected stream. `done` runs on the socket's reactor.
-void client_handshake(std::shared_ptr<rdma_context> ctx,
-                      asio::generic::stream_protocol::socket& socket, rdma_counters* counters,
+// Client: runs the handshake on a connected stream, a socket or TLS on it (owned by the
+// caller, who keeps it alive until `done` runs), and hands back a connected RDMA stream.
+// `done` runs on the socket's reactor. Over TLS, a failure of TLS itself (the server's alert
+// refusing our certificate arrives only now under TLS 1.3) is named as TLS's, not RDMA's.
+void client_handshake(std::shared_ptr<rdma_context> ctx, detail::byte_stream& carrier,
+                      rdma_counters* counters,
                       std::function<void(rpc_error, std::shared_ptr<rdma_stream>)> done);
 
 }  // namespace corvid::rdma

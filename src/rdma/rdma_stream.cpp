@@ -133,8 +133,9 @@ rpc_error rdma_stream::connect(const verbs::endpoint_info& remote, std::size_t p
   return {};
 }
 
-void rdma_stream::attach_side_channel(asio::generic::stream_protocol::socket socket) {
+void rdma_stream::attach_side_channel(asio::generic::stream_protocol::socket socket, bool was_tls) {
   side_.emplace(std::move(socket));
+  side_was_tls_ = was_tls;
   watch_side_channel();
 }
 
@@ -393,7 +394,7 @@ void rdma_stream::watch_side_channel() {
   side_->async_read_some(asio::buffer(&side_byte_, 1),
                          [self = shared_from_this()](const std::error_code& ec, std::size_t) {
                            if (self->destroyed_ || self->closed_) return;
-                           if (!ec) {
+                           if (!ec && !self->side_was_tls_) {
                              self->fail(rdma_errc::protocol_error);
                              return;
                            }

@@ -59,7 +59,9 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   // Takes over the handshake's TCP connection; it carries nothing more, and its closing
   // means the peer is gone. In setup (guard_setup), counts the connection against the
   // side channel's peer address: one past max_connections_in_setup_per_peer fails.
-  void attach_side_channel(asio::generic::stream_protocol::socket socket);
+  // `was_tls`: the handshake ran over TLS, whose close_notify a peer may send before its
+  // FIN; bytes then mean closing too (on a plain one they are a protocol error).
+  void attach_side_channel(asio::generic::stream_protocol::socket socket, bool was_tls = false);
   // Accepting side, after connect(): the connection is in setup, holding `ticket`, until
   // its first completion. None within `timeout` fails the stream (setup_timeout), so the
   // owner closes it and its chunks go back to the pool.
@@ -131,6 +133,7 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   std::unique_ptr<setup_limiter::ticket> setup_ticket_;  // while in setup (guard_setup)
   std::optional<asio::steady_timer> setup_timer_;
   char side_byte_ = 0;
+  bool side_was_tls_ = false;  // attach_side_channel
   std::vector<registered_chunk> recv_chunks_;
   std::vector<registered_chunk> send_chunks_;
   std::vector<verbs::work_completion> wcs_;

@@ -23,8 +23,14 @@ long byte_stream::tls_verify_result() const noexcept {
 }
 
 void byte_stream::switch_to_rdma(std::shared_ptr<rdma::rdma_stream> stream) {
+  // After a setup over TLS the side channel is the bare socket, taken out of the TLS
+  // session (which is freed): it carries nothing but its closing, which TLS has nothing to
+  // add to, and neither side writes on it again, not even a close_notify. A peer that does
+  // send one is leaving, so any bytes on it read as closed, like its FIN.
+  const bool was_tls = kind_ == kind::tls;
+  tls_.reset();
   rdma_ = std::move(stream);
-  rdma_->attach_side_channel(std::move(socket()));
+  rdma_->attach_side_channel(std::move(socket()), was_tls);
   kind_ = kind::rdma;
 }
 

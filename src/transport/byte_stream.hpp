@@ -59,7 +59,8 @@ class byte_stream {
   tls_channel& tls() noexcept { return *tls_; }
   // The peer's certificate chain and name checks passed (TLS), as OpenSSL saw them.
   long tls_verify_result() const noexcept;
-  // Hands the bytes to `stream`; the socket goes along as its side channel.
+  // Hands the bytes to `stream`; the socket goes along as its side channel (without TLS,
+  // if it had it). No TLS or socket operation may be in flight.
   void switch_to_rdma(std::shared_ptr<rdma::rdma_stream> stream);
 
   // Reads what is there, up to `size` bytes, into `data`. `cancel` (may be null) can stop

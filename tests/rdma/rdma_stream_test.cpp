@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <asio/io_context.hpp>
+#include <asio/write.hpp>
 #include <gtest/gtest.h>
 
 #include "test_provider.hpp"
@@ -147,6 +148,33 @@ TEST(rdma_stream, a_closed_peer_reads_as_end_of_stream_after_its_data) {
     p.io.run_one_for(std::chrono::milliseconds(100));
   EXPECT_EQ(end, asio::error::eof) << end.message();
   EXPECT_TRUE(got == data) << got.size();
+}
+
+// After a setup over TLS the side channel is the bare socket: the peer's close_notify (a
+// record, where a plain side channel expects nothing) is its leaving, as its FIN would be.
+TEST(rdma_stream, bytes_on_a_side_channel_after_tls_read_as_closed_on_a_plain_one_as_an_error) {
+  for (const bool was_tls : {true, false}) {
+    stream_pair p;
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    const asio::generic::stream_protocol unix_stream(AF_UNIX, 0);
+    asio::generic::stream_protocol::socket mine(p.io, unix_stream, fds[0]);
+    p.b->attach_side_channel(asio::generic::stream_protocol::socket(p.io, unix_stream, fds[1]),
+                             was_tls);
+    const unsigned char close_notify[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x01, 0x00};
+    ASSERT_EQ(asio::write(mine, asio::buffer(close_notify)), sizeof close_notify);
+    std::error_code end;
+    char c = 0;
+    p.b->async_read_some(&c, 1, [&](const std::error_code& ec, std::size_t) { end = ec; });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!end && std::chrono::steady_clock::now() < deadline)
+      p.io.run_one_for(std::chrono::milliseconds(100));
+    if (was_tls) {
+      EXPECT_EQ(end, asio::error::eof) << end.message();
+    } else {
+      EXPECT_TRUE(end && end != asio::error::eof) << end.message();
+    }
+  }
 }
 
 TEST(rdma_stream, the_pool_watermark_refuses_a_stream_cleanly) {
