@@ -4,8 +4,14 @@
 // drained (peer_drained): a peer busy reading a big reply is alive though it sends nothing.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 namespace corvid::detail {
+
+// A write that took more than one write call had to wait for the peer to take bytes out of
+// a full send buffer: the peer is alive and reading (a first small write proves nothing, the
+// kernel takes it whether or not anyone is there).
+inline bool peer_drained(std::uint64_t write_calls) noexcept { return write_calls >= 2; }
 
 struct heartbeat_clock {
   using time_point = std::chrono::steady_clock::time_point;

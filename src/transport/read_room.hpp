@@ -29,9 +29,4 @@ class read_room {
   std::size_t room_ = initial;
 };
 
-// A write that took more than one write call had to wait for the peer to take bytes out of
-// a full send buffer: the peer is alive and reading (a first small write proves nothing, the
-// kernel takes it whether or not anyone is there).
-inline bool peer_drained(std::uint64_t write_calls) noexcept { return write_calls >= 2; }
-
 }  // namespace corvid::detail
