@@ -103,7 +103,7 @@ connection_memory::~connection_memory() {
   read_.release(read_.current());
   replies_.release(replies_.current());
   calls_.release(calls_.current());
-  if (tls_) tls_->release(tls_->current());
+  release_tls();
   server_.notify();
 }
 

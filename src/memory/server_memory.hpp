@@ -139,6 +139,11 @@ class connection_memory {
   bool reserve_tls(std::size_t bytes, const std::string& name);
   // Where its buffers' growth is reserved (after reserve_tls).
   memory_tracker* tls_tracker() noexcept { return tls_ ? &*tls_ : nullptr; }
+  // The TLS session is gone while the connection stays (RDMA took over after a setup over
+  // TLS): what it held is given back.
+  void release_tls() noexcept {
+    if (tls_) tls_->release(tls_->current());
+  }
   // Queued replies. Before encoding a reply of `bytes`, with `queued` bytes already queued:
   // reserves it (from a credit, like calls). False = refused: the connection's queue is at
   // max_queued_reply_bytes, or the server has no memory for it.

@@ -712,7 +712,8 @@ void server_connection::on_rdma_setup(const protocol::frame_header& h, const cha
 }
 
 void server_connection::switch_to_rdma() {
-  stream_.switch_to_rdma(std::move(rdma_next_));
+  stream_.switch_to_rdma(std::move(rdma_next_));  // a TLS session used for the setup is freed
+  mem_.release_tls();
   frames_.read_buffer().clear();
   read_more();
 }

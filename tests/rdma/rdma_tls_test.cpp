@@ -79,6 +79,11 @@ TEST(rdma_tls, calls_travel_over_rdma_after_a_setup_over_tls) {
   EXPECT_GE(s.rdma_receives, 2u);
   EXPECT_EQ(s.write_syscalls, s.rdma_sends + 1);  // and the rdma_setup answer, over TLS
   EXPECT_EQ(c.rdma_errors + s.rdma_errors, 0u);
+  // The TLS session was freed at the switch, and so is the memory charged for it.
+  const auto mem = srv.server().memory();
+  const auto* tls_node = mem.find("tls_sessions");
+  ASSERT_NE(tls_node, nullptr);
+  EXPECT_EQ(tls_node->current, 0u) << mem.to_string();
   // The side channel, now the bare socket, still tells the server the client left.
   client.close();
   const auto until = std::chrono::steady_clock::now() + corvid::test::patience(5000ms);

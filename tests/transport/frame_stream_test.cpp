@@ -112,38 +112,39 @@ TEST(frame_stream, a_header_past_the_limit_or_of_a_refused_type_fails_the_batch)
   }
 }
 
+// Three one-byte requests (ids 1, 2, 3) in the buffer; the role answers `v` for id `id`.
+struct verdict_case {
+  frame_stream fs{8192};
+  recording_role role;
+  verdict_case(std::uint64_t id, frame_verdict v) {
+    feed(fs, frame(msg_type::request, 1, "a") + frame(msg_type::request, 2, "b") +
+                 frame(msg_type::request, 3, "c"));
+    role.verdicts = {{id, v}};
+  }
+};
+constexpr std::size_t one_frame = corvid::protocol::header_size + 1;
+
 TEST(frame_stream, verdicts_decide_what_is_consumed_and_whether_the_batch_goes_on) {
-  const std::string bytes = frame(msg_type::request, 1, "a") + frame(msg_type::request, 2, "b") +
-                            frame(msg_type::request, 3, "c");
   {  // hold: the frame stays, the batch ends, and it comes again next time
-    frame_stream fs(8192);
-    feed(fs, bytes);
-    recording_role role;
-    role.verdicts = {{2, frame_verdict::hold}};
-    EXPECT_TRUE(fs.process(role));
-    EXPECT_EQ(role.frames.size(), 2u);
-    EXPECT_EQ(fs.read_buffer().size(), 2 * (corvid::protocol::header_size + 1));
-    role.verdicts.clear();
-    EXPECT_TRUE(fs.process(role));
-    ASSERT_EQ(role.frames.size(), 4u);
-    EXPECT_EQ(role.frames[2].first, 2u);
+    verdict_case c(2, frame_verdict::hold);
+    EXPECT_TRUE(c.fs.process(c.role));
+    EXPECT_EQ(c.role.frames.size(), 2u);
+    EXPECT_EQ(c.fs.read_buffer().size(), 2 * one_frame);
+    c.role.verdicts.clear();
+    EXPECT_TRUE(c.fs.process(c.role));
+    ASSERT_EQ(c.role.frames.size(), 4u);
+    EXPECT_EQ(c.role.frames[2].first, 2u);
   }
   {  // last: taken, then the batch ends
-    frame_stream fs(8192);
-    feed(fs, bytes);
-    recording_role role;
-    role.verdicts = {{2, frame_verdict::last}};
-    EXPECT_TRUE(fs.process(role));
-    EXPECT_EQ(role.frames.size(), 2u);
-    EXPECT_EQ(fs.read_buffer().size(), corvid::protocol::header_size + 1);
+    verdict_case c(2, frame_verdict::last);
+    EXPECT_TRUE(c.fs.process(c.role));
+    EXPECT_EQ(c.role.frames.size(), 2u);
+    EXPECT_EQ(c.fs.read_buffer().size(), one_frame);
   }
   {  // fail: the stream cannot go on
-    frame_stream fs(8192);
-    feed(fs, bytes);
-    recording_role role;
-    role.verdicts = {{1, frame_verdict::fail}};
-    EXPECT_FALSE(fs.process(role));
-    EXPECT_EQ(role.frames.size(), 1u);
+    verdict_case c(1, frame_verdict::fail);
+    EXPECT_FALSE(c.fs.process(c.role));
+    EXPECT_EQ(c.role.frames.size(), 1u);
   }
 }
 
