@@ -108,11 +108,11 @@ rpc_error rdma_stream::setup() {
 }
 
 rdma_stream::~rdma_stream() {
-  on_closed_ = nullptr;  // the owner may be mid-destruction too: no call back into it
+  registry_.remove(this);  // first: a reactor shutting down must not reach a dying stream
+  on_closed_ = nullptr;    // the owner may be mid-destruction too: no call back into it
   // Maybe inside the reactor's own destruction (its handlers held the last reference): no
   // new timer on it then.
   destroy(false);
-  registry_.remove(this);
 }
 
 rdma_stream::abandoned rdma_stream::abandon() noexcept {
