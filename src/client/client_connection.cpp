@@ -272,11 +272,9 @@ void client_connection::send_cancels_before_close() {
     if (writing_) return;
     calls_.for_each([&](const call_base* call) {
       if (call->seq > written_seq_) return;  // never sent: no cancel
-      protocol::frame_header h;
-      h.type = protocol::msg_type::cancel;
-      h.request_id = call->id;
       frames.resize(frames.size() + protocol::header_size);
-      protocol::encode_header(h, frames.data() + frames.size() - protocol::header_size);
+      encode_control_frame(protocol::msg_type::cancel, call->id,
+                           frames.data() + frames.size() - protocol::header_size);
     });
   }
   if (frames.empty()) return;

@@ -62,11 +62,14 @@ std::string describe_bad_header(protocol::header_errc e, const protocol::frame_h
 
 // A cancel, ping or pong frame: a header alone. Not counted as an RPC frame: stats count RPC
 // frames, and a write of control frames alone is no sign of the peer's life.
-inline void append_control_frame(outbound_queue& q, protocol::msg_type type, std::uint64_t id) {
+inline void encode_control_frame(protocol::msg_type type, std::uint64_t id, char* out) noexcept {
   protocol::frame_header h;
   h.type = type;
   h.request_id = id;
-  protocol::encode_header(h, q.extend(protocol::header_size));
+  protocol::encode_header(h, out);
+}
+inline void append_control_frame(outbound_queue& q, protocol::msg_type type, std::uint64_t id) {
+  encode_control_frame(type, id, q.extend(protocol::header_size));
 }
 
 class frame_stream {
@@ -156,7 +159,6 @@ class frame_stream {
     if (peer_drained(write_calls_)) clock.last_heard = std::chrono::steady_clock::now();
     sending_.clear();
   }
-  std::uint64_t& write_calls() noexcept { return write_calls_; }
 
   heartbeat_clock clock;
 
