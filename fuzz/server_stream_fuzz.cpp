@@ -380,7 +380,10 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     const auto it = want.pings.find(id);
     check(it != want.pings.end() && n <= it->second, "a pong for a ping never sent");
   }
-  if (!complete || saw_duplicate_error) return;
+  // With a reused id the harness half-closes at once (frames_owed() is 0: whether the first
+  // call still runs is timing), and the server cancels the calls still running when it reads
+  // the FIN and discards their replies: so no count is owed, only validity.
+  if (!complete || saw_duplicate_error || want.duplicate_ids) return;
   check(saw_error_frame == want.error_frame, "framing error frame missing");
   check(pongs == want.pings, "pongs missing for pings");
   for (const auto& [id, n] : want.ids) {
