@@ -29,7 +29,7 @@ void check(bool ok) {
 header_errc expected_result(const std::uint8_t* in, std::uint32_t max_payload) {
   if (in[0] != 'C' || in[1] != 'V') return header_errc::bad_magic;
   if (in[2] != 2) return header_errc::bad_version;
-  if (in[3] < 1 || in[3] > 6) return header_errc::bad_type;  // request..rdma_setup
+  if (in[3] < 1 || in[3] > 9) return header_errc::bad_type;  // request..stream_credit
   if (le(in + 20, 4) + le(in + 24, 4) > max_payload) return header_errc::too_large;
   return header_errc::ok;
 }

@@ -17,5 +17,7 @@
 #include "corvid/server/request_context.hpp"
 #include "corvid/server/rpc_server.hpp"
 #include "corvid/server/server_config.hpp"
+#include "corvid/stream/stream.hpp"
+#include "corvid/stream/stream_reader.hpp"
 #include "corvid/sync_wait.hpp"
 #include "corvid/task.hpp"

@@ -46,6 +46,14 @@ class call_table {
     return call;
   }
 
+  // The call filed under `id`, left filed; null if none is.
+  call_base* find(std::uint64_t id) const noexcept {
+    const auto index = static_cast<std::uint32_t>(id);
+    if (index >= slots_.size()) return nullptr;
+    const slot& s = slots_[index];
+    return s.generation == static_cast<std::uint32_t>(id >> 32) ? s.call : nullptr;
+  }
+
   // Calls filed and not taken.
   std::size_t size() const noexcept { return slots_.size() - free_.size(); }
 

@@ -666,7 +666,9 @@ void client_connection::reply_role::on_partial_frame(const protocol::frame_heade
 frame_verdict client_connection::reply_role::on_frame(const protocol::frame_header& h,
                                                       const char* body) {
   if (h.type != protocol::msg_type::response) [[unlikely]] {
-    if (h.type == protocol::msg_type::ping) {
+    if (h.type == protocol::msg_type::stream_item || h.type == protocol::msg_type::stream_credit) {
+      c.on_stream_frame(h, body);
+    } else if (h.type == protocol::msg_type::ping) {
       std::lock_guard lk(c.mutex_);
       c.queue_control_locked(protocol::msg_type::pong, h.request_id);  // on_read flushes
     }
@@ -751,6 +753,94 @@ void client_connection::on_timer() {
 }
 
 // ---- cancellation and heartbeats -------------------------------------------------------
+
+void client_connection::on_stream_frame(const protocol::frame_header& h, const char* body) {
+  client_stream* s = nullptr;
+  {
+    std::lock_guard lk(mutex_);
+    call_base* call = calls_.find(h.request_id);
+    if (call != nullptr) s = call->as_stream();
+    if (s != nullptr) s->add_ref();
+  }
+  if (s == nullptr) return;  // a stream that has ended here (cancelled, timed out)
+  if (h.type == protocol::msg_type::stream_item) {
+    stats_.on_frames_received(1);
+    s->on_item(std::string_view(body, h.body_length));
+  } else {
+    s->on_credit(h.timeout_ms);  // the grant travels in the header's last field
+  }
+  s->release();
+}
+
+rpc_error client_connection::send_item(client_stream* s, const request_encoder& encode) {
+  std::unique_lock lk(mutex_);
+  if (!open_ || calls_.find(s->id) != s) {
+    lk.unlock();
+    rpc_error e = s->end_error();
+    return e ? e : rpc_error(rpc_errc::connection_closed, "the stream has ended");
+  }
+  const std::size_t mark = pending_.mark();
+  pending_.extend(protocol::header_size);
+  try {
+    encode.to_queue(encode.args, pending_);
+  } catch (...) {  // bad_alloc
+    pending_.rollback(mark);
+    return {rpc_errc::message_too_large, "out of memory encoding a stream item"};
+  }
+  const std::size_t body = pending_.mark() - mark - protocol::header_size;
+  if (body > config_.max_frame_size) {
+    pending_.rollback(mark);
+    return too_large(body);
+  }
+  protocol::frame_header h;
+  h.type = protocol::msg_type::stream_item;
+  h.request_id = s->id;
+  h.body_length = static_cast<std::uint32_t>(body);
+  protocol::encode_header(h, pending_.at(mark));
+  pending_.count_frame();
+  const bool kick = schedule_flush_locked();
+  lk.unlock();
+  if (kick) kick_flush();
+  return {};
+}
+
+void client_connection::queue_stream_control(client_stream* s, protocol::msg_type type,
+                                             std::uint32_t value) {
+  bool kick = false;
+  {
+    std::lock_guard lk(mutex_);
+    if (!open_ || calls_.find(s->id) != s) return;
+    protocol::frame_header h;
+    h.type = type;
+    h.request_id = s->id;
+    h.timeout_ms = value;
+    protocol::encode_header(h, pending_.extend(protocol::header_size));
+    kick = schedule_flush_locked();
+  }
+  if (kick) kick_flush();
+}
+
+void client_connection::send_credit(client_stream* s, std::uint32_t bytes) noexcept {
+  try {
+    queue_stream_control(s, protocol::msg_type::stream_credit, bytes);
+  } catch (...) {  // no memory for 32 bytes: the server waits; the stream may stall
+  }
+}
+
+void client_connection::close_writes(client_stream* s) noexcept {
+  try {
+    queue_stream_control(s, protocol::msg_type::stream_end, 0);
+  } catch (...) {
+  }
+}
+
+void client_connection::resume_later(std::coroutine_handle<> h) noexcept {
+  try {
+    asio::post(reactor_, [h] { h.resume(); });
+  } catch (...) {  // no memory to post: resume here
+    h.resume();
+  }
+}
 
 void client_connection::queue_control_locked(protocol::msg_type type, std::uint64_t id) {
   append_control_frame(pending_, type, id);

@@ -18,6 +18,7 @@
 
 #include "corvid/client/call_state.hpp"
 #include "corvid/client/client_config.hpp"
+#include "corvid/client/stream_call.hpp"
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/detail/request_encoder.hpp"
@@ -42,7 +43,8 @@ namespace corvid::detail {
 class byte_stream;
 
 class client_connection : public std::enable_shared_from_this<client_connection>,
-                          public call_canceller {
+                          public call_canceller,
+                          public stream_sender {
  public:
   client_connection(asio::io_context& reactor, const client_config& config);
   ~client_connection();
@@ -74,6 +76,13 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   asio::io_context& reactor() noexcept { return reactor_; }
   // call_canceller: ends the call with `cancelled` and sends the server a cancel frame.
   void cancel(call_base* call) override;
+
+  // stream_sender: a stream's frames after its request.
+  rpc_error send_item(client_stream* s, const request_encoder& encode) override;
+  void send_credit(client_stream* s, std::uint32_t bytes) noexcept override;
+  void close_writes(client_stream* s) noexcept override;
+  void cancel_stream(client_stream* s) noexcept override { cancel(s); }
+  void resume_later(std::coroutine_handle<> h) noexcept override;
 
   // Queues one request; `encode` appends the encoded arguments. Any thread. Takes over one
   // reference to `call`; the call completes with a reply or an error. At a cap (client_config)
@@ -109,6 +118,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void send_cancels_before_close();  // reactor thread, from close()
   // Appends a cancel/ping/pong frame to pending_ (not counted as an RPC frame).
   void queue_control_locked(protocol::msg_type type, std::uint64_t id);
+  // A stream's header-only frame (credit, end), if the stream is still filed.
+  void queue_stream_control(client_stream* s, protocol::msg_type type, std::uint32_t value);
+  // A stream's item or credit frame, routed to the stream.
+  void on_stream_frame(const protocol::frame_header& h, const char* body);
   void kick_flush();
   // After queueing or parking: flush, or (a write in flight) at least arm the timer for a
   // call whose deadline is now the earliest.
@@ -124,7 +137,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
     std::uint32_t max_frame_size() const noexcept;
     static bool accepts(protocol::msg_type t) noexcept {
       return t == protocol::msg_type::response || t == protocol::msg_type::ping ||
-             t == protocol::msg_type::pong;
+             t == protocol::msg_type::pong || t == protocol::msg_type::stream_item ||
+             t == protocol::msg_type::stream_credit;
     }
     void on_bad_frame(const protocol::frame_header& h, protocol::header_errc e);
     void on_partial_frame(const protocol::frame_header& h);

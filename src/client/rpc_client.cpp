@@ -75,6 +75,7 @@ std::size_t rpc_client::pending_calls() const { return conn_->pending_calls(); }
 transport_stats rpc_client::stats() const noexcept { return conn_->stats(); }
 
 std::weak_ptr<detail::call_canceller> rpc_client::canceller() const noexcept { return conn_; }
+std::shared_ptr<detail::stream_sender> rpc_client::stream_sender() const noexcept { return conn_; }
 
 void rpc_client::submit(detail::call_base* call, std::uint32_t function_id, std::uint16_t signature,
                         std::string_view attachment, std::chrono::milliseconds timeout,

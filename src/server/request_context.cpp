@@ -4,11 +4,18 @@
 #include <asio/post.hpp>
 
 #include "corvid/detail/reply_channel.hpp"
+#include "corvid/detail/stream_link.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
 #include "../runtime/timer_access.hpp"
 
 namespace corvid {
+
+void request_context::cancel() noexcept {
+  cancelled_.store(true, std::memory_order_release);
+  signal_.emit(asio::cancellation_type::all);
+  if (stream_ != nullptr) stream_->on_cancel();
+}
 
 std::string request_context::peer_address() const { return channel_->peer_address(); }
 asio::io_context& request_context::reactor() const noexcept { return channel_->reactor(); }

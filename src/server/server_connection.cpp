@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <stdexcept>
 
 #include <asio/post.hpp>
 
 #include "corvid/codec/codec.hpp"
+#include "corvid/detail/stream_link.hpp"
 #include "corvid/memory/buffer_pool.hpp"
 #include "corvid/server/request_context.hpp"
 
@@ -502,6 +504,10 @@ frame_verdict server_connection::request_role::on_frame(const protocol::frame_he
     }
     c.batch_requests_ = true;
     ++c.batch_frames_;
+  } else if (h.type >= protocol::msg_type::stream_item) {
+    c.on_stream_frame(h, payload);
+    ++c.batch_frames_;
+    c.batch_requests_ = true;
   } else if (h.type == protocol::msg_type::rdma_setup) {
     c.on_rdma_setup(h, payload);
     v = frame_verdict::last;  // the client sends nothing more on this socket
@@ -664,6 +670,71 @@ void server_connection::on_control(const protocol::frame_header& h) {
     default:  // pong: hearing it was the point
       break;
   }
+}
+
+void server_connection::on_stream_frame(const protocol::frame_header& h, const char* payload) {
+  request_context* ctx = running_.find(h.request_id);
+  stream_link* link = ctx == nullptr ? nullptr : request_context_access::stream(*ctx);
+  if (link == nullptr) return;  // its stream has ended: the client learns from its reply
+  switch (h.type) {
+    case protocol::msg_type::stream_item:
+      link->on_item(std::string_view(payload, h.body_length));
+      break;
+    case protocol::msg_type::stream_end:
+      link->on_writes_closed();
+      break;
+    default:  // stream_credit: the grant travels in the header's last field
+      link->on_credit(h.timeout_ms);
+      break;
+  }
+}
+
+outbound_queue* server_connection::begin_item(std::uint64_t request_id, std::size_t frame_bytes) {
+  const std::size_t body = frame_bytes - protocol::header_size;
+  if (body > core_.config.max_frame_size) {
+    throw std::length_error("stream item of " + std::to_string(body) +
+                            " bytes exceeds max_frame_size " +
+                            std::to_string(core_.config.max_frame_size));
+  }
+  // Reserved like a reply. Refused, the stream waits for the queue to drain — unless nothing
+  // is queued or being written, when no drain would come: an item always fits an empty queue.
+  const bool idle = !writing_ && pending_.empty();
+  if (!mem_.reserve_reply(frame_bytes, queued_reply_bytes())) {
+    mem_.release_credit();
+    if (!mem_.reserve_reply(frame_bytes, queued_reply_bytes()) && !idle) return nullptr;
+  }
+  reply_mark_ = pending_.mark();
+  reply_id_ = request_id;
+  reply_open_ = true;
+  pending_.extend(protocol::header_size);
+  return &pending_;
+}
+
+void server_connection::end_item() {
+  protocol::frame_header h;
+  h.type = protocol::msg_type::stream_item;
+  h.request_id = reply_id_;
+  h.body_length = static_cast<std::uint32_t>(pending_.mark() - reply_mark_ - protocol::header_size);
+  protocol::encode_header(h, pending_.at(reply_mark_));
+  reply_open_ = false;
+  frame_queued();
+}
+
+void server_connection::send_credit(std::uint64_t request_id, std::uint32_t bytes) {
+  if (closed_) return;
+  protocol::frame_header h;
+  h.type = protocol::msg_type::stream_credit;
+  h.request_id = request_id;
+  h.timeout_ms = bytes;
+  protocol::encode_header(h, pending_.extend(protocol::header_size));
+  if (!dispatching_) flush();
+}
+
+void server_connection::wake_writable() {
+  if (writable_waiters_.empty() || mem_.replies_full(queued_reply_bytes())) return;
+  auto waiters = std::move(writable_waiters_);
+  writable_waiters_.clear();
+  for (stream_link* link : waiters) link->on_writable();
 }
 
 void server_connection::queue_control(protocol::msg_type type, std::uint64_t id) {
@@ -889,6 +960,7 @@ void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   if (rdma_next_ && !closed_) switch_to_rdma();  // the rdma_setup answer is out
   flush();
   settle_replies();
+  wake_writable();
   if (waiting_writes_ && !mem_.replies_full(queued_reply_bytes())) {
     waiting_writes_ = false;
     resume_dispatch();  // the frames left in the buffer first, then read on

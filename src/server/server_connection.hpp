@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <asio/cancellation_signal.hpp>
 #include <asio/generic/stream_protocol.hpp>
@@ -47,6 +48,11 @@ class server_connection final : public reply_channel {
   void charge_call(std::size_t bytes) noexcept override { mem_.charge_admitted(bytes); }
   void call_started(request_context& ctx) noexcept override;
   void call_finished(request_context& ctx) noexcept override;
+  outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) override;
+  void end_item() override;
+  void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
+  void wait_writable(stream_link* link) override { writable_waiters_.push_back(link); }
+  void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }
 
@@ -88,6 +94,11 @@ class server_connection final : public reply_channel {
   // Or waits for memory, or refuses the frame and skips its bytes as they come.
   void grow_for_frame(const protocol::frame_header& h);
   void dispatch(const protocol::frame_header& h, const char* payload);
+  // A stream's item, end or credit frame: to its running stream call (dropped when the
+  // stream has ended).
+  void on_stream_frame(const protocol::frame_header& h, const char* payload);
+  // Streams parked for room in the reply queue, told once it drains.
+  void wake_writable();
   void resume_dispatch();
   // begin_reply when the reply credit is short (out of the hot path): gives unused call
   // credit back and tries again; false = refused, and the error reply saying why is queued.
@@ -167,6 +178,7 @@ class server_connection final : public reply_channel {
   std::size_t kernel_queued_ = 0;    // the socket's send queue at the last timer check
   time_point kernel_queue_since_{};  // since when it has held that many bytes
   running_calls running_;            // coroutine calls in flight, by request id
+  std::vector<stream_link*> writable_waiters_;  // streams parked for queue room
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::size_t in_flight_ = 0;       // coroutine handlers running (cancelled ones included)

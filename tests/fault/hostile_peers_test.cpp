@@ -716,6 +716,34 @@ TEST(hostile_peers, duplicate_id_of_a_running_call_is_rejected) {
 // id 0, then the close, after the replies to what came before. Per docs/protocol.md: type 2
 // (a response), types outside 1..5 ("type is not 1…5 → bad_type"), and rdma_setup (6) on a
 // server without init_ibv or after a connection's first frame.
+// Stream frames naming no open stream (never opened, ended, or a plain call's id) are dropped:
+// they hold nothing and the connection goes on.
+TEST(hostile_peers, stream_frames_for_unknown_streams_are_dropped) {
+  hostile_server srv(hostile_server::config(32 * MiB));
+  attack_watch w(srv);
+  {
+    raw_socket c(srv.port());
+    ASSERT_TRUE(c.ok());
+    std::string junk;
+    for (std::uint64_t id = 1; id < 2000; ++id) {
+      junk += corvid_attack::header_bytes(msg_type::stream_credit, id);
+      junk += corvid_attack::header_bytes(msg_type::stream_end, id);
+      junk += corvid_attack::header_bytes(msg_type::stream_item, id);
+    }
+    ASSERT_TRUE(c.send(corvid_attack::encoded_request(5, echo_id, std::string_view("first")) +
+                       junk +
+                       corvid_attack::encoded_request(6, echo_id, std::string_view("after"))));
+    for (std::uint64_t id : {5u, 6u}) {
+      auto reply = c.read_frame(patience(2s));
+      ASSERT_TRUE(reply.has_value());
+      EXPECT_EQ(reply->header.request_id, id);
+      EXPECT_EQ(reply->header.status, corvid::rpc_errc::ok);
+    }
+  }  // the attacker leaves
+  w.expect_released("stream frames for unknown streams");
+  w.expect_good_client_served("stream frames for unknown streams");
+}
+
 TEST(hostile_peers, frame_types_a_client_must_not_send_are_protocol_errors) {
   hostile_server srv(hostile_server::config(32 * MiB));
   attack_watch w(srv);
@@ -723,7 +751,7 @@ TEST(hostile_peers, frame_types_a_client_must_not_send_are_protocol_errors) {
       {"response (2)", corvid_attack::header_bytes(msg_type::response, 9)},
       {"rdma_setup (6) after a request", corvid_attack::header_bytes(static_cast<msg_type>(6), 1)},
       {"type 0", corvid_attack::header_bytes(static_cast<msg_type>(0), 9)},
-      {"type 7", corvid_attack::header_bytes(static_cast<msg_type>(7), 9)},
+      {"type 10", corvid_attack::header_bytes(static_cast<msg_type>(10), 9)},
       {"type 255", corvid_attack::header_bytes(static_cast<msg_type>(255), 9)},
   };
   for (const auto& [what, frame] : frames) {

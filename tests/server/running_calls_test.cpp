@@ -30,6 +30,13 @@ struct null_channel final : corvid::detail::reply_channel {
   void charge_call(std::size_t) noexcept override {}
   void call_started(request_context&) noexcept override {}
   void call_finished(request_context&) noexcept override {}
+  corvid::detail::outbound_queue* begin_item(std::uint64_t, std::size_t) override {
+    return nullptr;
+  }
+  void end_item() override {}
+  void send_credit(std::uint64_t, std::uint32_t) override {}
+  void wait_writable(corvid::detail::stream_link*) override {}
+  void forget_writable(corvid::detail::stream_link*) noexcept override {}
   asio::io_context& reactor() noexcept override { return io; }
   std::string peer_address() const override { return {}; }
   asio::io_context io;

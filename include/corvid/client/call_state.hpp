@@ -30,6 +30,7 @@ struct with_attachment<void> {
 namespace detail {
 
 struct parked_request;  // the client connection's: a request waiting for room
+class client_stream;    // client/stream_call.hpp
 
 class call_base : public pooled {
  public:
@@ -38,6 +39,8 @@ class call_base : public pooled {
   virtual void set_reply(rpc_errc status, std::string_view body,
                          std::string_view attachment) noexcept = 0;
   virtual void set_error(rpc_error e) noexcept = 0;
+  // A stream's state (item and credit frames go to it), or null for a plain call.
+  virtual client_stream* as_stream() noexcept { return nullptr; }
 
   // After set_reply/set_error: wakes the awaiting coroutine, if it is already waiting.
   void complete() noexcept {

@@ -26,6 +26,8 @@
 #include "corvid/protocol/signature.hpp"
 #include "corvid/rdma/ibv_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
+#include "corvid/stream/stream_reader.hpp"
+#include "corvid/stream/stream_writer.hpp"
 
 namespace corvid {
 
@@ -45,6 +47,16 @@ using async_reply_t = async_reply<detail::call_state<detail::client_result_t<F>,
 // ... and send_request_with<F> (its result carries the reply attachment).
 template <auto F>
 using async_reply_with_t = async_reply<detail::call_state<detail::client_result_t<F>, true>>;
+
+// An awaitable whose value is already there (stream<f>() and open_stream<f>() queue their
+// request without waiting for the server).
+template <class T>
+struct ready_value {
+  T value;
+  bool await_ready() const noexcept { return true; }
+  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  T await_resume() { return std::move(value); }
+};
 
 class connect_awaiter {
  public:
@@ -131,8 +143,87 @@ class rpc_client {
     return queued_request(start<F, true>(options, std::forward<Args>(args)...), canceller());
   }
 
+  // Streams (a handler returning corvid::stream<T>, or taking a trailing stream_reader<U>).
+  // The request is queued at once; the server's errors (function_not_found, ...) end the
+  // stream and reach next() / write() / finish(). No deadline unless call_options give one:
+  // it then covers the whole stream.
+  //
+  // Server streaming: co_await yields expected<stream_reader<T>, rpc_error>.
+  template <auto F, class... Args>
+  auto stream(Args&&... args) {
+    return stream_with<F>(call_options{std::chrono::milliseconds(0), {}},
+                          std::forward<Args>(args)...);
+  }
+  template <auto F, class... Args>
+  auto stream_with(call_options options, Args&&... args) {
+    using traits = detail::function_traits<decltype(F)>;
+    static_assert(traits::streams_out && !traits::streams_in,
+                  "corvid: stream<f>() takes a handler returning corvid::stream<T> (and no "
+                  "stream_reader parameter: use open_stream<f>() for that)");
+    using reader = stream_reader<typename detail::owning<typename traits::out_item>::type>;
+    auto opened = open<F>(options, std::forward<Args>(args)...);
+    if (!opened) return ready_value<expected<reader, rpc_error>>{unexpected(opened.error())};
+    return ready_value<expected<reader, rpc_error>>{reader(*opened)};
+  }
+  // Client streaming (co_await yields expected<stream_writer<U, R>, rpc_error>) and
+  // bidirectional streaming (expected<duplex_stream<U, T>, rpc_error>).
+  template <auto F, class... Args>
+  auto open_stream(Args&&... args) {
+    return open_stream_with<F>(call_options{std::chrono::milliseconds(0), {}},
+                               std::forward<Args>(args)...);
+  }
+  template <auto F, class... Args>
+  auto open_stream_with(call_options options, Args&&... args) {
+    using traits = detail::function_traits<decltype(F)>;
+    static_assert(traits::streams_in,
+                  "corvid: open_stream<f>() takes a handler whose last parameter is a "
+                  "corvid::stream_reader<U> (use stream<f>() for server streaming)");
+    using in = typename traits::in_item;
+    using handle = std::conditional_t<
+        traits::streams_out,
+        duplex_stream<in, typename detail::owning<typename traits::out_item>::type>,
+        stream_writer<in, detail::client_result_t<F>>>;
+    auto opened = open<F>(options, std::forward<Args>(args)...);
+    if (!opened) return ready_value<expected<handle, rpc_error>>{unexpected(opened.error())};
+    return ready_value<expected<handle, rpc_error>>{handle(*opened)};
+  }
+
  private:
   std::weak_ptr<detail::call_canceller> canceller() const noexcept;
+  std::shared_ptr<detail::stream_sender> stream_sender() const noexcept;
+
+  // Queues a stream's request; the caller gets one reference to its state.
+  template <auto F, class... Args>
+  expected<detail::client_stream*, rpc_error> open(call_options options, Args&&... args) {
+    using params = detail::wire_params_t<F>;
+    static_assert(sizeof...(Args) == std::tuple_size_v<params>,
+                  "corvid: wrong number of arguments for this RPC function");
+    auto* s = new detail::client_stream(stream_sender());
+    s->add_ref();  // one reference for the connection, one for the caller
+    auto encode = [&](auto& out) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)), ...);
+      }(std::index_sequence_for<Args...>{});
+    };
+    using encode_t = decltype(encode);
+    const detail::request_encoder encoder{
+        &encode, [](void* e, detail::outbound_queue& out) { (*static_cast<encode_t*>(e))(out); },
+        [](void* e, codec::string_sink& out) {
+          (*static_cast<encode_t*>(e))(out);
+        }};
+    const auto timeout = options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
+    submit(s, protocol::function_id<F>(), protocol::signature_v<F>, options.attachment, timeout,
+           encoder);
+    // Refused before it was filed (not connected, too large, client_busy): it has no id.
+    // A stream that was filed may be done already too (a short stream can end on the
+    // reactor before we look): that one is returned, its end is for next() to tell.
+    if (s->done() && s->id == 0) {
+      rpc_error e = s->end_error();
+      s->release();
+      return unexpected(std::move(e));
+    }
+    return s;
+  }
   // Hands the call (one reference) and its encoded arguments to the connection.
   void submit(detail::call_base* call, std::uint32_t function_id, std::uint16_t signature,
               std::string_view attachment, std::chrono::milliseconds timeout,

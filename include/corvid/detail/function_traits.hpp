@@ -7,13 +7,18 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "corvid/task.hpp"
 
 namespace corvid {
 class request_context;
-}
+template <class T>
+class stream;
+template <class T>
+class stream_reader;
+}  // namespace corvid
 
 namespace corvid::detail {
 
@@ -32,6 +37,29 @@ struct task_result<task<T>> {
   using type = T;
 };
 
+// Streams: a handler returning stream<T> sends items of T; one whose last parameter is a
+// stream_reader<U> receives items of U (corvid/stream/).
+template <class T>
+struct stream_of {
+  static constexpr bool value = false;
+  using item = void;
+};
+template <class T>
+struct stream_of<stream<T>> {
+  static constexpr bool value = true;
+  using item = T;
+};
+template <class T>
+struct reader_of {
+  static constexpr bool value = false;
+  using item = void;
+};
+template <class T>
+struct reader_of<stream_reader<T>> {
+  static constexpr bool value = true;
+  using item = T;
+};
+
 template <class R, class C, class... Args>
 struct signature {
   using return_type = R;
@@ -44,6 +72,15 @@ struct signature {
       sizeof...(Args) > 0 &&
       std::is_same_v<std::remove_cvref_t<std::tuple_element_t<0, std::tuple<Args..., void>>>,
                      request_context>;
+  // The handler sends a stream of items (returns stream<T>).
+  static constexpr bool streams_out = stream_of<R>::value;
+  // The handler reads a stream of items (its last parameter is a stream_reader<U>).
+  using last_param =
+      std::remove_cvref_t<std::tuple_element_t<sizeof...(Args), std::tuple<void, Args...>>>;
+  static constexpr bool streams_in = reader_of<last_param>::value;
+  using out_item = typename stream_of<R>::item;          // void unless streams_out
+  using in_item = typename reader_of<last_param>::item;  // void unless streams_in
+  static constexpr bool is_stream = streams_out || streams_in;
 };
 
 template <class F>
@@ -70,10 +107,35 @@ struct wire_params<true, std::tuple<First, Rest...>> {
   using type = std::tuple<Rest...>;
 };
 
-// The parameters that travel on the wire (a leading request_context& does not).
+// The parameters that make the function's schema: all but a leading request_context&.
 template <auto F>
-using wire_params_t = typename wire_params<function_traits<decltype(F)>::wants_context,
-                                           typename function_traits<decltype(F)>::params>::type;
+using schema_params_t = typename wire_params<function_traits<decltype(F)>::wants_context,
+                                             typename function_traits<decltype(F)>::params>::type;
+
+// The tuple without its last element (a stream_reader parameter is not in the request).
+template <bool DropLast, class Tuple>
+struct drop_last {
+  using type = Tuple;
+};
+template <class Tuple, class Seq>
+struct take_first;
+template <class Tuple, std::size_t... I>
+struct take_first<Tuple, std::index_sequence<I...>> {
+  using type = std::tuple<std::tuple_element_t<I, Tuple>...>;
+};
+template <class... T>
+struct drop_last<true, std::tuple<T...>> {
+  using type =
+      typename take_first<std::tuple<T...>, std::make_index_sequence<sizeof...(T) - 1>>::type;
+};
+
+// The parameters that travel in the request (a leading request_context& does not, nor a
+// trailing stream_reader, whose items follow as frames of their own).
+template <auto F>
+using wire_params_t = typename drop_last<
+    function_traits<decltype(F)>::streams_in,
+    typename wire_params<function_traits<decltype(F)>::wants_context,
+                         typename function_traits<decltype(F)>::params>::type>::type;
 
 template <class Tuple>
 struct decay_tuple;

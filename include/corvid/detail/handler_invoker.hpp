@@ -272,9 +272,15 @@ void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) 
   }
 }
 
+// Streaming handlers (detail/stream_invoker.hpp).
+template <auto F>
+void invoke_stream(void* object, reply_channel& ch, const request_view& req);
+
 template <auto F>
 constexpr invoke_fn make_invoker() {
-  if constexpr (function_traits<decltype(F)>::is_coroutine) {
+  if constexpr (function_traits<decltype(F)>::is_stream) {
+    return &invoke_stream<F>;
+  } else if constexpr (function_traits<decltype(F)>::is_coroutine) {
     return &invoke_coroutine<F>;
   } else {
     return &invoke_sync<F>;

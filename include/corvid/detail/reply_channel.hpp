@@ -17,6 +17,8 @@ class request_context;
 
 namespace corvid::detail {
 
+class stream_link;
+
 class reply_channel : public std::enable_shared_from_this<reply_channel> {
  public:
   virtual ~reply_channel() = default;
@@ -44,6 +46,18 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // their contexts, to cancel one when a cancel frame names it (or all when it closes).
   virtual void call_started(request_context& ctx) noexcept = 0;
   virtual void call_finished(request_context& ctx) noexcept = 0;
+
+  // Streams. An item frame of stream `request_id`, like begin_reply/end_reply: encode the item
+  // into the returned queue, then end_item(). Null when the connection's queue has no room
+  // for it now: wait_writable() then tells the stream when it has. Throws std::length_error
+  // for an item larger than max_frame_size.
+  virtual outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) = 0;
+  virtual void end_item() = 0;
+  // Grants the client `bytes` more credit on stream `request_id`.
+  virtual void send_credit(std::uint64_t request_id, std::uint32_t bytes) = 0;
+  // link->on_writable() once the queued replies drain (once per call of this).
+  virtual void wait_writable(stream_link* link) = 0;
+  virtual void forget_writable(stream_link* link) noexcept = 0;
 
   virtual asio::io_context& reactor() noexcept = 0;
   virtual std::string peer_address() const = 0;

@@ -24,8 +24,19 @@ enum class msg_type : std::uint8_t {
   // client → server as a connection's first frame, and the server's answer: RDMA queue-pair
   // addresses (docs/protocol.md, "RDMA connections").
   rdma_setup = 6,
+  // Streams (docs/protocol.md, "Streams"), all naming the stream by its request id:
+  stream_item = 7,    // either side: one item of the stream, its encoding as the body
+  stream_end = 8,     // client → server: the client writes no more items (status 0)
+  stream_credit = 9,  // either side: the receiver grants the sender `timeout_ms` more bytes
 };
-inline constexpr std::uint8_t max_msg_type = 6;
+inline constexpr std::uint8_t max_msg_type = 9;
+// Bytes a stream's server may send before the client grants any (the client's window starts
+// there; a client with a larger one grants the rest as it reads).
+inline constexpr std::uint32_t initial_stream_credit = 256u << 10;
+// What one item costs of the receiver's credit: its header and payload.
+constexpr std::size_t stream_item_cost(std::size_t payload) noexcept {
+  return header_size + payload;
+}
 
 struct frame_header {
   msg_type type = msg_type::request;

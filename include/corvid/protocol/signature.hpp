@@ -68,6 +68,8 @@ struct fingerprint_hasher {
 // hasher, or a string for corvid::describe_schema).
 template <class T, class Out>
 constexpr void add_type(Out& h);
+template <class T, class Out>
+constexpr void add_plain_type(Out& h);
 
 template <class... Ts, class Out>
 constexpr void add_list(Out& h, std::string_view separator) {
@@ -81,6 +83,20 @@ constexpr void add_list(Out& h, std::string_view separator) {
 
 template <class T, class Out>
 constexpr void add_type(Out& h) {
+  using codec::detail::kind;
+  if constexpr (corvid::detail::stream_of<T>::value) {
+    h.add("stream ");
+    add_type<std::remove_cvref_t<typename corvid::detail::stream_of<T>::item>>(h);
+  } else if constexpr (corvid::detail::reader_of<T>::value) {
+    h.add("stream ");
+    add_type<std::remove_cvref_t<typename corvid::detail::reader_of<T>::item>>(h);
+  } else {
+    add_plain_type<T>(h);
+  }
+}
+
+template <class T, class Out>
+constexpr void add_plain_type(Out& h) {
   using codec::detail::kind;
   constexpr kind k = codec::detail::kind_v<T>;
   if constexpr (std::is_void_v<T>) {
@@ -177,7 +193,7 @@ constexpr std::uint16_t fingerprint() noexcept {
 // where it is used in a runtime expression.
 template <auto F>
 inline constexpr std::uint16_t signature_v =
-    detail::fingerprint<corvid::detail::wire_params_t<F>,
+    detail::fingerprint<corvid::detail::schema_params_t<F>,
                         typename corvid::detail::function_traits<decltype(F)>::result_type>();
 
 }  // namespace corvid::protocol

@@ -21,6 +21,7 @@ namespace corvid {
 namespace detail {
 class reply_channel;
 class server_connection;
+class stream_link;
 struct request_context_access;
 }  // namespace detail
 
@@ -103,11 +104,9 @@ class request_context {
 
  private:
   friend struct detail::request_context_access;
-  // On the reactor: marks the call cancelled and cancels what waits on it.
-  void cancel() noexcept {
-    cancelled_.store(true, std::memory_order_release);
-    signal_.emit(asio::cancellation_type::all);
-  }
+  // On the reactor: marks the call cancelled and cancels what waits on it (a stream's
+  // reader and producer included).
+  void cancel() noexcept;
 
   detail::reply_channel* channel_;
   std::uint64_t request_id_;
@@ -122,6 +121,9 @@ class request_context {
   // Bytes charged to the connection's in-flight tracker for this call (its request copy,
   // decoded arguments and state).
   std::size_t memory_charge_ = 0;
+  // The stream this call is (null for a plain call): where the connection routes the
+  // stream's item, credit and end frames.
+  detail::stream_link* stream_ = nullptr;
 };
 
 namespace detail {
@@ -139,6 +141,7 @@ struct request_context_access {
   static std::string_view attachment_view(const request_context& c) noexcept { return c.view_; }
   static void cancel(request_context& c) noexcept { c.cancel(); }
   static std::size_t& memory_charge(request_context& c) noexcept { return c.memory_charge_; }
+  static detail::stream_link*& stream(request_context& c) noexcept { return c.stream_; }
 };
 
 }  // namespace detail

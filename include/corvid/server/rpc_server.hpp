@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "corvid/detail/handler_invoker.hpp"
+#include "corvid/detail/stream_invoker.hpp"
 #include "corvid/error.hpp"
 #include "corvid/memory/memory_usage.hpp"
 #include "corvid/protocol/function_id.hpp"

@@ -1,0 +1,64 @@
+#pragma once
+// The receiving end of one stream, shared by both sides: items arrive on the connection's
+// reactor (push), the consumer takes them in order from any thread (pull), and what it has
+// taken is granted back to the sender as credit. Items are kept as their encoded bodies and
+// decoded by the typed stream_reader as they are taken.
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "corvid/error.hpp"
+
+namespace corvid::detail {
+
+class stream_inbox {
+ public:
+  // `window`: the credit the receiver gives its sender, and so what it holds at most (the
+  // sender may overshoot by one item).
+  explicit stream_inbox(std::size_t window) noexcept : window_(window) {}
+  virtual ~stream_inbox() = default;
+
+  // Reactor: an item's payload arrived. False (nothing kept) if the sender ignored its
+  // credit: more than the window is buffered already.
+  bool push(std::string_view body);
+  // Reactor (or the side ending it): no more items; `e` falsy for a clean end. Only the
+  // first end counts. `discard`: items not taken yet are dropped (the consumer gave up, or
+  // its deadline passed: it should learn at once, not after a window of stale items).
+  // Returns the consumer to resume, if one waits (resume it last).
+  std::coroutine_handle<> end(rpc_error e, bool discard = false) noexcept;
+  // The consumer waiting for an item, to resume once push() returned (null if none).
+  std::coroutine_handle<> take_waiter() noexcept;
+
+  enum class pulled { item, ended, wait };
+  // Consumer: takes the next item into `out`; at the end, `ended`; with nothing there yet,
+  // `wait` and `h` is resumed on the reactor when an item or the end arrives.
+  pulled pull(std::string& out, std::coroutine_handle<> h);
+  bool ended() const;
+  // Why the stream ended (falsy: a clean end, or not ended yet).
+  rpc_error error() const;
+  std::size_t buffered() const;
+
+  // Sends the sender `bytes` more credit (the consumer took that much). Called without the
+  // lock, from the consumer's thread.
+  virtual void grant(std::uint32_t bytes) noexcept = 0;
+  // The consumer gave up before the end (cancel(), or dropped its reader).
+  virtual void abandon() noexcept = 0;
+  virtual void retain() noexcept = 0;
+  virtual void release() noexcept = 0;
+
+ private:
+  const std::size_t window_;
+  mutable std::mutex mutex_;
+  std::deque<std::string> items_;
+  std::size_t buffered_ = 0;  // credit cost of items_
+  std::size_t taken_ = 0;     // taken and not yet granted back
+  bool ended_ = false;
+  rpc_error error_;
+  std::coroutine_handle<> waiter_;
+};
+
+}  // namespace corvid::detail

@@ -1,0 +1,385 @@
+#pragma once
+// Streaming handlers on the server (docs/architecture.md, "Streams"). A stream call is a
+// coroutine call (it counts against the connection's calls, is cancelled like one, and stop()
+// waits for it) that also has a producer — the handler's stream<T> coroutine, parked at a
+// co_yield while the client has granted no credit or the connection's queue is full — and/or
+// an inbox for the items the client writes, read through the handler's stream_reader.
+#include <atomic>
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <asio/post.hpp>
+
+#include "corvid/detail/handler_invoker.hpp"
+#include "corvid/detail/stream_link.hpp"
+#include "corvid/detail/switch_to.hpp"
+#include "corvid/runtime/io_pool.hpp"
+#include "corvid/stream/stream.hpp"
+#include "corvid/stream/stream_reader.hpp"
+
+namespace corvid::detail {
+
+// Bytes the server lets a client write ahead on one stream (and holds for it at most).
+inline constexpr std::size_t server_stream_window = protocol::initial_stream_credit;
+
+struct no_sink {};
+
+template <auto F>
+class stream_call final
+    : public pooled,
+      public stream_link,
+      public stream_inbox,
+      public std::conditional_t<function_traits<decltype(F)>::streams_out,
+                                item_sink<typename function_traits<decltype(F)>::out_item>,
+                                no_sink> {
+  using traits = function_traits<decltype(F)>;
+  using reader_t = std::conditional_t<traits::streams_in, stream_reader<typename traits::in_item>,
+                                      stream_reader<int>>;
+
+ public:
+  stream_call(reply_channel& ch, const request_view& req)
+      : stream_inbox(server_stream_window),
+        channel(ch.shared_from_this()),
+        request_id(req.request_id),
+        storage(copy_request(req)),
+        body(storage.data(), req.body.size()),
+        ctx(ch, req.request_id, req.function_id,
+            std::string_view(storage.data() + req.body.size(), req.attachment.size()),
+            req.deadline) {}
+
+  std::shared_ptr<reply_channel> channel;
+  std::uint64_t request_id;
+  byte_buffer storage;
+  std::string_view body;
+  decoded_args_t<F> args;
+  request_context ctx;
+
+  // ---- stream_link (reactor) ----
+  void on_item(std::string_view item) override {
+    if (!traits::streams_in || replied_) return;
+    if (!push(item)) {
+      // The client wrote past its credit: the server will not hold more for it.
+      replied_ = true;
+      channel->reply_error(request_id, rpc_errc::bad_request,
+                           "stream item written past the credit the server granted");
+      request_context_access::cancel(ctx);
+      return;
+    }
+    if (auto w = take_waiter()) w.resume();
+  }
+  void on_writes_closed() override {
+    if (auto w = end(rpc_error{})) w.resume();
+  }
+  void on_credit(std::uint32_t bytes) override {
+    credit_ += bytes;
+    if (parked_ && credit_ > 0) retry_send();
+  }
+  void on_writable() override {
+    waiting_writable_ = false;
+    if (parked_) retry_send();
+  }
+  void on_cancel() noexcept override {
+    // Not inline: the connection may be walking its running calls.
+    retain();
+    try {
+      asio::post(channel->reactor(), [this] {
+        if (auto w = end(rpc_error(rpc_errc::cancelled, "stream cancelled"), true)) {
+          w.resume();
+        } else if (parked_) {
+          abort_producer();
+        }
+        release();
+      });
+    } catch (...) {  // out of memory posting: the stream ends when the connection closes
+      release();
+    }
+  }
+
+  // ---- stream_inbox (the handler's reader) ----
+  void grant(std::uint32_t bytes) noexcept override {
+    if (!ctx.cancelled()) {
+      try {
+        channel->send_credit(request_id, bytes);
+      } catch (...) {  // no memory for a credit frame: the client waits; the stream may stall
+      }
+    }
+  }
+  void abandon() noexcept override {}  // the handler stopped reading: its result ends the call
+  void retain() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept override {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // ---- item_sink (the handler's co_yield) ----
+  using out_t = std::conditional_t<traits::streams_out, typename traits::out_item, int>;
+  bool send_or_park(out_t& item, std::coroutine_handle<> h) {
+    staged_ = &item;
+    parked_ = h;
+    if (current_reactor() != &channel->reactor()) {  // the handler moved to another thread
+      retain();
+      asio::post(channel->reactor(), [this] {
+        retry_send();
+        release();
+      });
+      return false;
+    }
+    if (ctx.cancelled()) {
+      schedule_abort();
+      return false;
+    }
+    if (credit_ <= 0 || !send_staged()) return false;
+    parked_ = {};
+    return true;
+  }
+  void finished(std::coroutine_handle<> h, std::exception_ptr error) noexcept {
+    retain();
+    if (current_reactor() != &channel->reactor()) {
+      try {
+        asio::post(channel->reactor(), [this, h, error] { finish(h, error); });
+        return;
+      } catch (...) {  // no memory to post: finish here, as a call does
+      }
+    }
+    finish(h, error);
+  }
+
+  // Starts the handler: for stream<T> handlers their coroutine, for task handlers (client
+  // streaming) a detached runner that replies with their result.
+  void start(void* object) {
+    reader_t reader = make_reader();
+    if constexpr (traits::streams_out) {
+      auto s = call_with_reader(object, std::move(reader));
+      auto h = s.release();
+      h.promise().sink = this;
+      producer_ = h;
+      h.resume();
+    } else {
+      run_task(object, this, std::move(reader));
+    }
+  }
+
+ private:
+  template <class Reader>
+  decltype(auto) call_with_reader(void* object, Reader&& reader) {
+    // The handler's wire arguments, then its reader (when it takes one).
+    return [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
+      auto invoke = [&](auto&&... extra) -> decltype(auto) {
+        using params = wire_params_t<F>;
+        if constexpr (std::is_void_v<typename traits::class_type>) {
+          if constexpr (traits::wants_context) {
+            return F(ctx, static_cast<std::tuple_element_t<I, params>&&>(std::get<I>(args))...,
+                     std::forward<decltype(extra)>(extra)...);
+          } else {
+            return F(static_cast<std::tuple_element_t<I, params>&&>(std::get<I>(args))...,
+                     std::forward<decltype(extra)>(extra)...);
+          }
+        } else {
+          auto* self = static_cast<typename traits::class_type*>(object);
+          if constexpr (traits::wants_context) {
+            return (self->*F)(ctx,
+                              static_cast<std::tuple_element_t<I, params>&&>(std::get<I>(args))...,
+                              std::forward<decltype(extra)>(extra)...);
+          } else {
+            return (self->*F)(static_cast<std::tuple_element_t<I, params>&&>(std::get<I>(args))...,
+                              std::forward<decltype(extra)>(extra)...);
+          }
+        }
+      };
+      if constexpr (traits::streams_in) {
+        return invoke(std::forward<Reader>(reader));
+      } else {
+        return invoke();
+      }
+    }(std::make_index_sequence<std::tuple_size_v<wire_params_t<F>>>{});
+  }
+
+  reader_t make_reader() {
+    if constexpr (traits::streams_in) {
+      retain();  // the reader's reference
+      return reader_t(static_cast<stream_inbox*>(this));
+    } else {
+      return reader_t();
+    }
+  }
+
+  static detached run_task(void* object, stream_call* self, reader_t reader) {
+    using result = typename traits::result_type;
+    std::exception_ptr error;
+    std::optional<std::conditional_t<std::is_void_v<result>, char, std::remove_cvref_t<result>>>
+        value;
+    try {
+      if constexpr (std::is_void_v<result>) {
+        co_await self->call_with_reader(object, std::move(reader));
+      } else {
+        value.emplace(co_await self->call_with_reader(object, std::move(reader)));
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    co_await switch_to{self->channel->reactor()};
+    if (!self->ctx.cancelled() && !self->replied_) {
+      reply_channel& ch = *self->channel;
+      try {
+        if (error) {
+          ch.reply_error(self->request_id, rpc_errc::handler_error, describe_exception(error));
+        } else if constexpr (std::is_void_v<result>) {
+          send_value(ch, self->request_id, self->ctx);
+        } else {
+          send_value(ch, self->request_id, self->ctx, *value);
+        }
+      } catch (...) {
+        try {
+          ch.reply_error(self->request_id, rpc_errc::server_busy, "out of memory for the reply");
+        } catch (...) {
+        }
+      }
+    }
+    self->end_call();
+  }
+
+  // Reactor: sends the staged item if the queue takes it (false: parked for writes).
+  bool send_staged() {
+    using T = typename function_traits<decltype(F)>::out_item;
+    if constexpr (traits::streams_out) {
+      T& item = *static_cast<T*>(staged_);
+      const std::size_t payload = codec::encoded_size(item);
+      outbound_queue* out =
+          channel->begin_item(request_id, protocol::header_size + payload);  // may throw
+      if (out == nullptr) {
+        if (!waiting_writable_) {
+          waiting_writable_ = true;
+          channel->wait_writable(this);
+        }
+        return false;
+      }
+      codec::encode(*out, item);
+      channel->end_item();
+      credit_ -= static_cast<std::int64_t>(protocol::stream_item_cost(payload));
+      return true;
+    } else {
+      return true;
+    }
+  }
+  void retry_send() {
+    if (!parked_) return;
+    if (ctx.cancelled()) {
+      abort_producer();
+      return;
+    }
+    bool sent = false;
+    try {
+      sent = credit_ > 0 && send_staged();
+    } catch (...) {  // an oversized item (or no memory for it): the stream ends with it
+      if (!replied_) {
+        replied_ = true;
+        try {
+          channel->reply_error(request_id, rpc_errc::handler_error,
+                               describe_exception(std::current_exception()));
+        } catch (...) {
+        }
+      }
+      abort_producer();
+      return;
+    }
+    if (!sent) return;
+    auto h = std::exchange(parked_, {});
+    h.resume();  // last: the stream may finish and free this
+  }
+  void schedule_abort() {
+    retain();
+    try {
+      asio::post(channel->reactor(), [this] {
+        if (parked_) abort_producer();
+        release();
+      });
+    } catch (...) {
+      release();
+    }
+  }
+  // A cancelled stream's producer is not resumed: destroyed where it waits.
+  void abort_producer() {
+    auto h = std::exchange(parked_, {});
+    if (!h || h != producer_) {  // parked inside something else: it ends on its own
+      parked_ = h;
+      return;
+    }
+    producer_ = {};
+    h.destroy();
+    end_call();
+  }
+  void finish(std::coroutine_handle<> h, std::exception_ptr error) noexcept {
+    if (!ctx.cancelled() && !replied_) {
+      reply_channel& ch = *channel;
+      try {
+        if (error) {
+          ch.reply_error(request_id, rpc_errc::handler_error, describe_exception(error));
+        } else {
+          send_value(ch, request_id, ctx);  // the clean end: an empty reply
+        }
+      } catch (...) {
+      }
+    }
+    producer_ = {};
+    h.destroy();
+    end_call();
+    release();  // finished()'s own reference
+  }
+  void end_call() noexcept {
+    if (waiting_writable_) channel->forget_writable(this);
+    request_context_access::stream(ctx) = nullptr;
+    static_cast<void>(end(rpc_error(rpc_errc::cancelled, "stream call ended"), true));
+    channel->call_finished(ctx);
+    release();  // the call's reference
+  }
+
+  std::atomic<int> refs_{1};  // the call's own; the reader and posted work add theirs
+  std::int64_t credit_ = protocol::initial_stream_credit;  // the client's grant
+  void* staged_ = nullptr;                                 // the item of the parked co_yield
+  std::coroutine_handle<> parked_;                         // the producer waiting at co_yield
+  std::coroutine_handle<> producer_;  // the handler's stream<T> coroutine, until it ends
+  bool waiting_writable_ = false;
+  bool replied_ = false;  // answered already (a protocol violation)
+};
+
+template <auto F>
+void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
+  if (!signature_matches<F>(ch, req)) return;
+  // The call, its request copy and the window of items it may buffer are charged first.
+  const std::size_t window = function_traits<decltype(F)>::streams_in ? server_stream_window : 0;
+  const std::size_t cost =
+      sizeof(stream_call<F>) + 1024 + window + req.body.size() + req.attachment.size();
+  if (ch.call_allowance(cost) < cost) {
+    ch.reply_error(req.request_id, rpc_errc::server_busy,
+                   "server at its memory limit for running calls");
+    return;
+  }
+  ch.charge_call(cost);
+  stream_call<F>* call = nullptr;
+  try {
+    call = new stream_call<F>(ch, req);
+  } catch (const std::bad_alloc&) {
+    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the stream");
+    return;
+  }
+  if (!decode_arguments<F>(ch, req, call->body, call->args)) {
+    call->release();
+    return;
+  }
+  request_context_access::stream(call->ctx) = call;
+  ch.call_started(call->ctx);
+  try {
+    if (window != 0) ch.send_credit(req.request_id, static_cast<std::uint32_t>(window));
+    call->start(object);
+  } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
+    request_context_access::stream(call->ctx) = nullptr;
+    ch.call_finished(call->ctx);
+    call->release();
+    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the stream");
+  }
+}
+
+}  // namespace corvid::detail

@@ -1,0 +1,72 @@
+#include "corvid/detail/stream_inbox.hpp"
+
+#include "corvid/protocol/frame_header.hpp"
+
+namespace corvid::detail {
+
+bool stream_inbox::push(std::string_view body) {
+  std::lock_guard lk(mutex_);
+  if (ended_) return true;  // a late item of a stream the consumer left: dropped
+  if (buffered_ >= window_) return false;
+  items_.emplace_back(body);
+  buffered_ += protocol::stream_item_cost(body.size());
+  return true;
+}
+
+std::coroutine_handle<> stream_inbox::take_waiter() noexcept {
+  std::lock_guard lk(mutex_);
+  return std::exchange(waiter_, {});
+}
+
+std::coroutine_handle<> stream_inbox::end(rpc_error e, bool discard) noexcept {
+  std::lock_guard lk(mutex_);
+  if (!ended_) {
+    ended_ = true;
+    error_ = std::move(e);
+  }
+  if (discard) {
+    items_.clear();
+    buffered_ = 0;
+  }
+  return std::exchange(waiter_, {});
+}
+
+stream_inbox::pulled stream_inbox::pull(std::string& out, std::coroutine_handle<> h) {
+  std::uint32_t grant_now = 0;
+  {
+    std::lock_guard lk(mutex_);
+    if (items_.empty()) {
+      if (ended_) return pulled::ended;
+      waiter_ = h;
+      return pulled::wait;
+    }
+    out = std::move(items_.front());
+    items_.pop_front();
+    const std::size_t cost = protocol::stream_item_cost(out.size());
+    buffered_ -= cost;
+    taken_ += cost;
+    // Granted back in quarters of the window: one credit frame per several items, and the
+    // sender never waits for a whole window's round trip.
+    if (!ended_ && taken_ >= window_ / 4)
+      grant_now = static_cast<std::uint32_t>(std::exchange(taken_, 0));
+  }
+  if (grant_now != 0) grant(grant_now);
+  return pulled::item;
+}
+
+bool stream_inbox::ended() const {
+  std::lock_guard lk(mutex_);
+  return ended_;
+}
+
+rpc_error stream_inbox::error() const {
+  std::lock_guard lk(mutex_);
+  return error_;
+}
+
+std::size_t stream_inbox::buffered() const {
+  std::lock_guard lk(mutex_);
+  return buffered_;
+}
+
+}  // namespace corvid::detail

@@ -1,0 +1,330 @@
+// Streams end to end: the three modes over TCP, Unix sockets and TLS, then ending (errors,
+// cancellation, deadlines, disconnects, stop), limits and backpressure over TCP.
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <corvid/corvid.hpp>
+
+#include "connect.hpp"
+#include "slowdown.hpp"
+#include "stream_handlers.hpp"
+#include "test_certs.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace corvid_test::streams;
+
+enum class transport { tcp, unix_socket, tls };
+
+const corvid::test::test_certs& certs() {
+  static const corvid::test::test_certs c;
+  return c;
+}
+
+class stream_server {
+ public:
+  explicit stream_server(transport t = transport::tcp, corvid::server_config cfg = config())
+      : transport_(t) {
+    if (t == transport::unix_socket) {
+      path_ = (std::filesystem::temp_directory_path() /
+               ("corvid-stream-" + std::to_string(::getpid()) + ".sock"))
+                  .string();
+      std::filesystem::remove(path_);
+      cfg.address = "unix:" + path_;
+    }
+    server_ = std::make_unique<corvid::rpc_server>(std::move(cfg));
+    register_all(*server_);
+    if (t == transport::tls) {
+      auto e = server_->init_tls(
+          {.certificate_chain_file = certs().server_cert, .private_key_file = certs().server_key});
+      if (e) throw std::runtime_error(e.message());
+    }
+    if (auto e = server_->async_start()) throw std::runtime_error(e.message());
+  }
+  static corvid::server_config config() {
+    corvid::server_config c;
+    c.address = "127.0.0.1";
+    c.io_threads = 2;
+    return c;
+  }
+  std::string endpoint() const {
+    if (transport_ == transport::unix_socket) return "unix:" + path_;
+    return (transport_ == transport::tls ? "localhost:" : "127.0.0.1:") +
+           std::to_string(server_->port());
+  }
+  // A client connected over this server's transport.
+  std::unique_ptr<corvid::rpc_client> connect(corvid::client_config cfg = {}) const {
+    auto c = std::make_unique<corvid::rpc_client>(cfg);
+    if (transport_ == transport::tls) {
+      if (auto e = c->init_tls({.ca_file = certs().ca})) throw std::runtime_error(e.message());
+    }
+    if (auto e = corvid::sync_wait(corvid::test::connect_task(*c, endpoint())))
+      throw std::runtime_error(e.message());
+    return c;
+  }
+  corvid::rpc_server& server() { return *server_; }
+
+ private:
+  transport transport_;
+  std::string path_;
+  std::unique_ptr<corvid::rpc_server> server_;
+};
+
+class each_transport : public ::testing::TestWithParam<transport> {};
+
+TEST_P(each_transport, server_streaming_delivers_every_item_in_order_then_ends_cleanly) {
+  stream_server srv(GetParam());
+  auto client = srv.connect();
+  auto [got, err] = corvid::sync_wait(read_count(*client, 5));
+  EXPECT_FALSE(err) << err.message();
+  EXPECT_EQ(got, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST_P(each_transport, a_long_server_stream_passes_many_credit_windows_complete) {
+  stream_server srv(GetParam());
+  auto client = srv.connect();
+  // 100k items of 36 bytes of credit each: about 14 windows of 256 KiB.
+  auto [got, err] = corvid::sync_wait(read_count(*client, 100'000));
+  EXPECT_FALSE(err) << err.message();
+  ASSERT_EQ(got.size(), 100'000u);
+  for (int i = 0; i < 100'000; ++i) ASSERT_EQ(got[i], i + 1);
+}
+
+TEST_P(each_transport, client_streaming_returns_the_handlers_result) {
+  stream_server srv(GetParam());
+  auto client = srv.connect();
+  auto small = corvid::sync_wait(write_upload(*client, 3, 1000));
+  ASSERT_TRUE(small) << small.error().message();
+  EXPECT_EQ(*small, 3000u);
+  auto large = corvid::sync_wait(write_upload(*client, 2000, 1000));  // 2 MB: many windows
+  ASSERT_TRUE(large) << large.error().message();
+  EXPECT_EQ(*large, 2'000'000u);
+}
+
+TEST_P(each_transport, bidirectional_streams_answer_each_message_then_end_after_close_writes) {
+  stream_server srv(GetParam());
+  auto client = srv.connect();
+  auto [got, err] = corvid::sync_wait(talk(*client, {"a", "b", "c"}));
+  EXPECT_FALSE(err) << err.message();
+  EXPECT_EQ(got, (std::vector<std::string>{"re: a", "re: b", "re: c"}));
+}
+
+TEST_P(each_transport, megabyte_items_arrive_whole) {
+  stream_server srv(GetParam());
+  auto client = srv.connect();
+  auto run = [&]() -> corvid::task<std::pair<std::size_t, corvid::rpc_error>> {
+    auto s = co_await client->stream<blobs>(1u << 20, 8u);
+    std::size_t total = 0;
+    std::uint32_t i = 0;
+    while (auto b = co_await s->next()) {
+      if (b->size() != (1u << 20) || (*b)[0] != static_cast<char>('a' + i % 26)) break;
+      total += b->size();
+      ++i;
+    }
+    co_return std::pair{total, s->error()};
+  };
+  auto [total, err] = corvid::sync_wait(run());
+  EXPECT_FALSE(err) << err.message();
+  EXPECT_EQ(total, 8u << 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(streams, each_transport,
+                         ::testing::Values(transport::tcp, transport::unix_socket, transport::tls),
+                         [](const auto& param_info) {
+                           switch (param_info.param) {
+                             case transport::tcp:
+                               return std::string("tcp");
+                             case transport::unix_socket:
+                               return std::string("unix");
+                             default:
+                               return std::string("tls");
+                           }
+                         });
+
+TEST(streams, a_handler_that_throws_ends_the_stream_with_handler_error_after_its_items) {
+  stream_server srv;
+  auto client = srv.connect();
+  auto run = [&]() -> corvid::task<std::pair<std::vector<int>, corvid::rpc_error>> {
+    auto s = co_await client->stream<fails_after>(3);
+    std::vector<int> got;
+    while (auto v = co_await s->next()) got.push_back(*v);
+    co_return std::pair{got, s->error()};
+  };
+  auto [got, err] = corvid::sync_wait(run());
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(err.code(), corvid::rpc_errc::handler_error);
+  EXPECT_NE(err.message().find("producer broke"), std::string::npos) << err.message();
+}
+
+TEST(streams, a_stream_to_a_missing_handler_ends_with_function_not_found) {
+  corvid::server_config cfg = stream_server::config();
+  corvid::rpc_server server(cfg);
+  server.register_handler<upload>();
+  ASSERT_FALSE(server.async_start());
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(
+      corvid::test::connect_task(client, "127.0.0.1:" + std::to_string(server.port()))));
+  auto [got, err] = corvid::sync_wait(read_count(client, 3));
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(err.code(), corvid::rpc_errc::function_not_found) << err.message();
+  // A client-streaming call to a missing handler: the write learns it (no credit ever comes).
+  corvid::rpc_server other(cfg);
+  other.register_handler<count_to>();
+  ASSERT_FALSE(other.async_start());
+  corvid::rpc_client c2;
+  ASSERT_FALSE(corvid::sync_wait(
+      corvid::test::connect_task(c2, "127.0.0.1:" + std::to_string(other.port()))));
+  auto r = corvid::sync_wait(write_upload(c2, 3, 10));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::function_not_found) << r.error().message();
+}
+
+// Waits (bounded) until the endless producer's coroutine was destroyed `n` times.
+bool destroyed_within(int n, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (probe().destroyed < n && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(5ms);
+  }
+  return probe().destroyed >= n;
+}
+
+TEST(streams, a_client_cancel_stops_the_producer_and_destroys_its_coroutine) {
+  stream_server srv;
+  auto client = srv.connect();
+  const int destroyed = probe().destroyed;
+  auto run = [&]() -> corvid::task<corvid::rpc_error> {
+    auto s = co_await client->stream<endless>(100u);
+    for (int i = 0; i < 10; ++i) {
+      if (!co_await s->next()) co_return s->error();
+    }
+    s->cancel();
+    while (co_await s->next()) {
+    }
+    co_return s->error();
+  };
+  EXPECT_EQ(corvid::sync_wait(run()).code(), corvid::rpc_errc::cancelled);
+  EXPECT_TRUE(destroyed_within(destroyed + 1, corvid::test::patience(2s)));
+}
+
+TEST(streams, a_slow_consumer_suspends_the_producer_and_bounds_server_memory) {
+  stream_server srv;
+  auto client = srv.connect();
+  const int start = probe().yielded;
+  auto s = corvid::sync_wait([&]() -> corvid::task<corvid::stream_reader<std::string>> {
+    auto r = co_await client->stream<endless>(4096u);
+    co_return std::move(*r);
+  }());
+  std::this_thread::sleep_for(300ms);  // the consumer reads nothing
+  const int yielded = probe().yielded - start;
+  // One window (256 KiB) of 4 KiB items, plus the one that overshoots it, plus the one parked.
+  EXPECT_LE(yielded, 256 / 4 + 2);
+  EXPECT_GE(yielded, 10);  // it did run until the credit ran out
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(probe().yielded - start, yielded) << "the producer ran on without credit";
+  // The server holds at most the queued window, not an ever-growing queue.
+  EXPECT_LT(srv.server().memory().peak, 8u << 20);
+  // Reading resumes it.
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    for (int i = 0; i < 500; ++i) co_await s.next();
+  }());
+  EXPECT_GT(probe().yielded - start, 500);
+}
+
+TEST(streams, a_deadline_covers_the_whole_stream_on_both_sides) {
+  stream_server srv;
+  auto client = srv.connect();
+  const int destroyed = probe().destroyed;
+  auto run = [&]() -> corvid::task<corvid::rpc_error> {
+    auto s = co_await client->stream_with<endless>({.timeout = 100ms, .attachment = {}}, 10u);
+    while (co_await s->next()) co_await corvid::sleep_for(1ms);
+    co_return s->error();
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(corvid::sync_wait(run()).code(), corvid::rpc_errc::timeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, corvid::test::patience(2s));
+  EXPECT_TRUE(destroyed_within(destroyed + 1, corvid::test::patience(2s)));
+}
+
+TEST(streams, a_closed_client_connection_ends_the_servers_producer) {
+  stream_server srv;
+  const int destroyed = probe().destroyed;
+  {
+    auto client = srv.connect();
+    auto s = corvid::sync_wait([&]() -> corvid::task<corvid::stream_reader<std::string>> {
+      auto r = co_await client->stream<endless>(100u);
+      co_await r->next();
+      co_return std::move(*r);
+    }());
+    client->close();
+    auto [v, err] = corvid::sync_wait([&]() -> corvid::task<std::pair<bool, corvid::rpc_error>> {
+      while (co_await s.next()) {
+      }
+      co_return std::pair{false, s.error()};
+    }());
+    EXPECT_EQ(err.code(), corvid::rpc_errc::connection_closed) << err.message();
+  }
+  EXPECT_TRUE(destroyed_within(destroyed + 1, corvid::test::patience(2s)));
+  for (int i = 0; i < 200 && srv.server().connection_count() != 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(srv.server().connection_count(), 0u);
+}
+
+TEST(streams, server_stop_ends_open_streams_on_both_sides) {
+  auto cfg = stream_server::config();
+  cfg.stop_timeout = 200ms;
+  auto srv = std::make_unique<stream_server>(transport::tcp, cfg);
+  auto client = srv->connect();
+  const int destroyed = probe().destroyed;
+  auto s = corvid::sync_wait([&]() -> corvid::task<corvid::stream_reader<std::string>> {
+    auto r = co_await client->stream<endless>(100u);
+    co_await r->next();
+    co_return std::move(*r);
+  }());
+  const auto t0 = std::chrono::steady_clock::now();
+  srv->server().stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, corvid::test::patience(2s));
+  EXPECT_TRUE(destroyed_within(destroyed + 1, corvid::test::patience(2s)));
+  auto err = corvid::sync_wait([&]() -> corvid::task<corvid::rpc_error> {
+    while (co_await s.next()) {
+    }
+    co_return s.error();
+  }());
+  EXPECT_TRUE(err) << "a stream cut by stop() must not look like a clean end";
+}
+
+TEST(streams, a_thousand_streams_interleave_with_unary_calls_on_one_connection) {
+  stream_server srv;
+  auto client = srv.connect();
+  constexpr int streams = 1000;
+  auto run = [&]() -> corvid::task<int> {
+    // All open at once, a plain call queued after each.
+    std::vector<corvid::stream_reader<int>> readers;
+    std::vector<corvid::async_reply_t<twice>> calls;
+    for (int i = 0; i < streams; ++i) {
+      auto s = co_await client->stream<count_to>(20 + i % 7);
+      if (!s) co_return -1;
+      readers.push_back(std::move(*s));
+      calls.push_back(co_await client->send_request<twice>(i));
+    }
+    int ok = 0;
+    for (int i = 0; i < streams; ++i) {
+      int n = 0;
+      while (auto v = co_await readers[i].next()) {
+        if (*v != ++n) co_return -2;
+      }
+      auto r = co_await std::move(calls[i]);
+      if (n == 20 + i % 7 && !readers[i].error() && r && *r == 2 * i) ++ok;
+    }
+    co_return ok;
+  };
+  EXPECT_EQ(corvid::sync_wait(run()), streams);
+}
+
+}  // namespace

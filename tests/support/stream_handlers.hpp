@@ -1,0 +1,100 @@
+#pragma once
+// The streaming handlers and client routines the stream tests share across transports
+// (tests/stream/ over TCP, Unix sockets and TLS; tests/rdma/ over RDMA).
+#include <atomic>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <corvid/corvid.hpp>
+
+namespace corvid_test::streams {
+
+inline corvid::stream<int> count_to(int n) {
+  for (int i = 1; i <= n; ++i) co_yield i;
+}
+inline corvid::task<std::size_t> upload(corvid::stream_reader<std::string> in) {
+  std::size_t total = 0;
+  while (auto chunk = co_await in.next()) total += chunk->size();
+  co_return total;
+}
+inline corvid::stream<std::string> chat(corvid::stream_reader<std::string> in) {
+  while (auto m = co_await in.next()) co_yield "re: " + *m;
+}
+inline corvid::stream<int> fails_after(int n) {
+  for (int i = 0; i < n; ++i) co_yield i;
+  throw std::runtime_error("producer broke");
+}
+// Items of `size` bytes, `count` of them.
+inline corvid::stream<std::string> blobs(std::uint32_t size, std::uint32_t count) {
+  for (std::uint32_t i = 0; i < count; ++i)
+    co_yield std::string(size, static_cast<char>('a' + i % 26));
+}
+
+// What the endless producer did, for the tests that stop it.
+struct endless_probe {
+  std::atomic<int> yielded{0};
+  std::atomic<int> destroyed{0};
+};
+inline endless_probe& probe() {
+  static endless_probe p;
+  return p;
+}
+// Never ends by itself: only a cancellation (or the connection's end) stops it.
+inline corvid::stream<std::string> endless(std::uint32_t size) {
+  struct on_destroy {
+    ~on_destroy() { ++probe().destroyed; }
+  } guard;
+  for (;;) {
+    ++probe().yielded;
+    co_yield std::string(size, 'x');
+  }
+}
+
+// A plain call, for interleaving with streams.
+inline int twice(int x) { return 2 * x; }
+
+inline void register_all(corvid::rpc_server& server) {
+  server.register_handler<count_to, upload, chat, fails_after, blobs, endless, twice>();
+}
+
+// Reads count_to(n) to its end.
+inline corvid::task<std::pair<std::vector<int>, corvid::rpc_error>> read_count(
+    corvid::rpc_client& client, int n) {
+  std::vector<int> got;
+  auto s = co_await client.stream<count_to>(n);
+  if (!s) co_return std::pair{got, s.error()};
+  while (auto v = co_await s->next()) got.push_back(*v);
+  co_return std::pair{got, s->error()};
+}
+
+// Writes `chunks` chunks of `size` bytes to upload, then its result.
+inline corvid::task<corvid::expected<std::size_t, corvid::rpc_error>> write_upload(
+    corvid::rpc_client& client, int chunks, std::size_t size) {
+  auto up = co_await client.open_stream<upload>();
+  if (!up) co_return corvid::unexpected(up.error());
+  const std::string chunk(size, 'a');
+  for (int i = 0; i < chunks; ++i) {
+    if (auto e = co_await up->write(chunk)) co_return corvid::unexpected(e);
+  }
+  co_return co_await up->finish();
+}
+
+// Sends each message to chat and reads its answer in turn, then closes and reads the end.
+inline corvid::task<std::pair<std::vector<std::string>, corvid::rpc_error>> talk(
+    corvid::rpc_client& client, std::vector<std::string> messages) {
+  std::vector<std::string> got;
+  auto c = co_await client.open_stream<chat>();
+  if (!c) co_return std::pair{got, c.error()};
+  for (const auto& m : messages) {
+    if (auto e = co_await c->write(m)) co_return std::pair{got, e};
+    if (auto r = co_await c->next()) got.push_back(*r);
+  }
+  c->close_writes();
+  while (auto r = co_await c->next()) got.push_back(*r);
+  co_return std::pair{got, c->error()};
+}
+
+}  // namespace corvid_test::streams
