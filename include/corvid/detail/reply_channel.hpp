@@ -17,6 +17,8 @@ class request_context;
 
 namespace corvid::detail {
 
+struct blocking_job;
+
 class reply_channel : public std::enable_shared_from_this<reply_channel> {
  public:
   virtual ~reply_channel() = default;
@@ -44,6 +46,11 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // their contexts, to cancel one when a cancel frame names it (or all when it closes).
   virtual void call_started(request_context& ctx) noexcept = 0;
   virtual void call_finished(request_context& ctx) noexcept = 0;
+
+  // A blocking call, started (call_started): queued for a worker thread. False = refused
+  // (the worker queue is full): the channel has queued a server_busy reply to `request_id`,
+  // and the caller ends the call (call_finished).
+  virtual bool submit_blocking(blocking_job& job, std::uint64_t request_id) = 0;
 
   virtual asio::io_context& reactor() noexcept = 0;
   virtual std::string peer_address() const = 0;
