@@ -98,6 +98,15 @@ class raw_connection {
     bytes += body;
     asio::write(socket_, asio::buffer(bytes));
   }
+  // A protocol ping (a control frame, answered by the connection itself with a pong).
+  void send_ping(std::uint64_t id) {
+    corvid::protocol::frame_header h;
+    h.type = corvid::protocol::msg_type::ping;
+    h.request_id = id;
+    std::string bytes(corvid::protocol::header_size, '\0');
+    corvid::protocol::encode_header(h, bytes.data());
+    asio::write(socket_, asio::buffer(bytes));
+  }
   struct frame {
     corvid::protocol::frame_header header;
     std::string body;
