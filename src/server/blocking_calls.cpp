@@ -1,9 +1,9 @@
-// The server's side of blocking handlers and method limits: the worker pool's start, the
-// submission of blocking calls, and set_method_limit (docs/architecture.md, "Blocking
-// handlers").
+// The server's side of blocking handlers: the worker pool's start and the submission of
+// blocking calls (docs/architecture.md, "Blocking handlers and method limits").
 #include <stdexcept>
 #include <system_error>
 
+#include "server_connection.hpp"
 #include "server_core.hpp"
 
 namespace corvid::detail {
@@ -34,20 +34,8 @@ bool server_core::submit_blocking(blocking_job& job, reply_channel& ch, std::uin
   return false;
 }
 
-void server_core::set_method_limit(std::uint32_t id, std::string_view name,
-                                   std::size_t max_concurrent) {
-  std::lock_guard lk(mutex_);
-  if (started_) throw std::logic_error("corvid: set_method_limit after start()");
-  if (max_concurrent == 0) {
-    throw std::logic_error("corvid: set_method_limit<" + std::string(name) +
-                           ">(0) would refuse every call");
-  }
-  auto it = handlers_.find(id);
-  if (it == handlers_.end() || it->second.name != name) {
-    throw std::logic_error("corvid: set_method_limit<" + std::string(name) +
-                           ">: register the handler first");
-  }
-  it->second.limit = std::make_unique<method_limit>(name, max_concurrent);
+bool server_connection::submit_blocking(blocking_job& job, std::uint64_t request_id) {
+  return core_.submit_blocking(job, *this, request_id);
 }
 
 }  // namespace corvid::detail

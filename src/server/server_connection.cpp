@@ -657,26 +657,6 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
   entry->invoke(entry->object, *this, req);
 }
 
-void server_connection::invoke_limited(const handler_entry& entry, const request_view& req) {
-  if (!entry.limit->try_acquire()) {
-    reply_error(req.request_id, rpc_errc::server_busy, entry.limit->refusal());
-    return;
-  }
-  call_limit_ = entry.limit.get();
-  try {
-    entry.invoke(entry.object, *this, req);
-  } catch (...) {
-    if (call_limit_ != nullptr) std::exchange(call_limit_, nullptr)->release();
-    throw;
-  }
-  // A call that started (call_started) took the place with it; otherwise it ended here.
-  if (call_limit_ != nullptr) std::exchange(call_limit_, nullptr)->release();
-}
-
-bool server_connection::submit_blocking(blocking_job& job, std::uint64_t request_id) {
-  return core_.submit_blocking(job, *this, request_id);
-}
-
 void server_connection::on_control(const protocol::frame_header& h) {
   switch (h.type) {
     case protocol::msg_type::cancel:
