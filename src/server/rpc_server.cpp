@@ -80,10 +80,12 @@ server_core::~server_core() {
   wait_stopped();
 }
 
-void server_core::add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn) {
+void server_core::add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn,
+                              bool blocking) {
   std::lock_guard lk(mutex_);
   if (started_) throw std::logic_error("corvid: register_handler after start()");
-  auto [it, inserted] = handlers_.try_emplace(id, handler_entry{std::string(name), object, fn});
+  auto [it, inserted] =
+      handlers_.try_emplace(id, handler_entry{std::string(name), object, fn, blocking, nullptr});
   if (!inserted) {
     throw std::logic_error(it->second.name == name
                                ? "corvid: handler registered twice: " + std::string(name)
@@ -97,6 +99,11 @@ rpc_error server_core::async_start() {
     std::lock_guard lk(mutex_);
     if (started_) return {rpc_errc::invalid_argument, "server already started"};
     started_ = true;
+  }
+  if (auto ec = start_workers()) {
+    std::lock_guard lk(mutex_);
+    stopping_ = drained_ = true;
+    return ec;
   }
   pool_ = std::make_unique<io_pool>(config.io_threads, config.on_thread_start);
   std::error_code ec;
@@ -244,6 +251,9 @@ void server_core::wait_stopped() {
     std::unique_lock lk(mutex_);
     drained_cv_.wait(lk, [&] { return drained_ && handlers_running_ == 0; });
   }
+  // No call is queued or running any more (each counts as a running handler): the workers
+  // are idle, and their last replies have been posted.
+  if (workers_) workers_->stop();
   if (pool_) {
     pool_->stop();  // serialised: a concurrent caller returns only once the threads are joined
     // The reactors are joined; release their io objects once, whoever gets here first.
@@ -304,8 +314,18 @@ rpc_server::rpc_server(server_config config)
 rpc_server::~rpc_server() = default;
 
 void rpc_server::add_handler(std::uint32_t id, std::string_view name, void* object,
-                             detail::invoke_fn fn) {
-  core_->add_handler(id, name, object, fn);
+                             detail::invoke_fn fn, bool blocking) {
+  core_->add_handler(id, name, object, fn, blocking);
+}
+
+void rpc_server::set_method_limit(std::uint32_t id, std::string_view name,
+                                  std::size_t max_concurrent) {
+  core_->set_method_limit(id, name, max_concurrent);
+}
+
+std::uint64_t rpc_server::method_refusals(std::uint32_t id) const noexcept {
+  const detail::handler_entry* e = core_->find(id);
+  return e != nullptr && e->limit ? e->limit->refused() : 0;
 }
 
 rpc_error rpc_server::init_ibv(ibv_config config) {

@@ -656,6 +656,10 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
     return;
   }
   running_.reserve_one();  // a coroutine call's slot in the index, before it starts
+  if (entry->limit != nullptr) [[unlikely]] {
+    invoke_limited(*entry, req);
+    return;
+  }
   entry->invoke(entry->object, *this, req);
 }
 
@@ -745,7 +749,7 @@ void server_connection::queue_control(protocol::msg_type type, std::uint64_t id)
 
 void server_connection::cancel_running(std::uint64_t request_id) {
   request_context* c = running_.find(request_id);  // O(1): a peer may send cancels by the million
-  if (c != nullptr && !c->cancelled()) {
+  if (c != nullptr && !request_context_access::cancel_requested(*c)) {
     core_.stats.on_cancelled();
     request_context_access::cancel(*c);
   }
@@ -915,6 +919,7 @@ void server_connection::call_started(request_context& ctx) noexcept {
   // The call keeps its request bytes and state.
   request_context_access::memory_charge(ctx) = mem_.take_admitted();
   running_.insert(&ctx);  // admit_request refused a duplicate id; dispatch reserved the slot
+  request_context_access::limit(ctx) = std::exchange(call_limit_, nullptr);
   if (closed_ || peer_finished_) request_context_access::cancel(ctx);  // nobody reads its reply
   core_.handler_started();
 }
@@ -922,6 +927,7 @@ void server_connection::call_started(request_context& ctx) noexcept {
 void server_connection::call_finished(request_context& ctx) noexcept {
   --in_flight_;
   running_.erase(&ctx);
+  if (method_limit* l = request_context_access::limit(ctx)) l->release();
   mem_.call_done(std::exchange(request_context_access::memory_charge(ctx), 0));
   last_activity_ = std::chrono::steady_clock::now();
   core_.handler_finished();

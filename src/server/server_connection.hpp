@@ -27,6 +27,9 @@ class rdma_stream;
 namespace corvid::detail {
 
 class server_core;
+class method_limit;
+struct handler_entry;
+struct request_view;
 struct server_tls;
 
 class server_connection final : public reply_channel {
@@ -53,6 +56,7 @@ class server_connection final : public reply_channel {
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
   void wait_writable(stream_link* link) override { writable_waiters_.push_back(link); }
   void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
+  bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }
 
@@ -99,6 +103,9 @@ class server_connection final : public reply_channel {
   void on_stream_frame(const protocol::frame_header& h, const char* payload);
   // Streams parked for room in the reply queue, told once it drains.
   void wake_writable();
+  // dispatch for a method with a set_method_limit: refused at the limit, otherwise holds a
+  // place in it until the call ends (handed to the call's context if it outlives dispatch).
+  [[gnu::noinline]] void invoke_limited(const handler_entry& entry, const request_view& req);
   void resume_dispatch();
   // begin_reply when the reply credit is short (out of the hot path): gives unused call
   // credit back and tries again; false = refused, and the error reply saying why is queued.
@@ -171,13 +178,14 @@ class server_connection final : public reply_channel {
   std::chrono::steady_clock::time_point read_time_{};  // when the current batch arrived
   std::optional<asio::steady_timer> timer_;            // only when a time limit is configured
   using time_point = std::chrono::steady_clock::time_point;
-  time_point last_activity_{};       // last request or call end: what "idle" is measured from
-  time_point frame_started_{};       // first byte of the incomplete frame in read_buf_, or {}
-  time_point batch_end_{};           // when the last dispatched batch's handlers had run
-  time_point write_moved_{};         // the write in flight started or last moved bytes
-  std::size_t kernel_queued_ = 0;    // the socket's send queue at the last timer check
-  time_point kernel_queue_since_{};  // since when it has held that many bytes
-  running_calls running_;            // coroutine calls in flight, by request id
+  time_point last_activity_{};          // last request or call end: what "idle" is measured from
+  time_point frame_started_{};          // first byte of the incomplete frame in read_buf_, or {}
+  time_point batch_end_{};              // when the last dispatched batch's handlers had run
+  time_point write_moved_{};            // the write in flight started or last moved bytes
+  std::size_t kernel_queued_ = 0;       // the socket's send queue at the last timer check
+  time_point kernel_queue_since_{};     // since when it has held that many bytes
+  running_calls running_;               // coroutine calls in flight, by request id
+  method_limit* call_limit_ = nullptr;  // the limit invoke_limited holds for the call starting
   std::vector<stream_link*> writable_waiters_;  // streams parked for queue room
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;

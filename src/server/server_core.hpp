@@ -1,5 +1,6 @@
 #pragma once
 // The server's shared state: handler table, reactors, acceptor, connection registry, stop.
+#include <algorithm>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,8 @@
 
 #include "../memory/server_memory.hpp"
 #include "../transport/stats_counters.hpp"
+#include "method_limit.hpp"
+#include "worker_pool.hpp"
 
 namespace corvid::rdma {
 class rdma_context;
@@ -42,6 +45,9 @@ struct handler_entry {
   std::string name;
   void* object;
   invoke_fn invoke;
+  bool blocking = false;  // runs on the worker pool (register_blocking_handler)
+  // set_method_limit; null = unlimited. Its refused() counts the calls the limit refused.
+  std::unique_ptr<method_limit> limit;
 };
 
 class server_core {
@@ -49,7 +55,14 @@ class server_core {
   explicit server_core(server_config cfg) : config(std::move(cfg)), memory(config) {}
   ~server_core();
 
-  void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn);
+  void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn,
+                   bool blocking = false);
+  // Before start; the function must be registered. Throws std::logic_error otherwise.
+  void set_method_limit(std::uint32_t id, std::string_view name, std::size_t max_concurrent);
+  // The worker pool blocking handlers run on; null unless one is registered and started.
+  worker_pool* workers() const noexcept { return workers_.get(); }
+  // Queues a started blocking call, or answers it server_busy (false).
+  bool submit_blocking(blocking_job& job, reply_channel& ch, std::uint64_t request_id);
   // Immutable once started, so reactors read it without locks: a lock taken per request
   // by every reactor would serialise them.
   const handler_entry* find(std::uint32_t id) const noexcept {
@@ -61,11 +74,13 @@ class server_core {
   void begin_stop();
   // Blocks until the stop has drained, then joins the reactors. Not on a reactor thread.
   void wait_stopped();
-  bool on_own_thread() const noexcept { return pool_ && pool_->owns_current_thread(); }
+  bool on_own_thread() const noexcept {
+    return (pool_ && pool_->owns_current_thread()) || (workers_ && workers_->owns_current_thread());
+  }
 
   void on_connection_closed(server_connection* c);
-  // Coroutine handlers running on any connection. stop() returns only once this is zero:
-  // handlers may use objects the user destroys right after stop().
+  // Coroutine and blocking handlers running (or queued) on any connection. stop() returns only once
+  // this is zero: handlers may use objects the user destroys right after stop().
   void handler_started() noexcept;
   void handler_finished() noexcept;
 
@@ -85,8 +100,11 @@ class server_core {
  private:
   void accept_next();
   void force_close_all();
+  // Creates the worker pool when a blocking handler is registered (blocking_calls.cpp).
+  rpc_error start_workers();
 
   std::unordered_map<std::uint32_t, handler_entry> handlers_;
+  std::unique_ptr<worker_pool> workers_;  // before pool_: the reactors go first
   std::unique_ptr<io_pool> pool_;
   std::optional<asio::basic_socket_acceptor<asio::generic::stream_protocol>> acceptor_;
   std::string unix_path_;  // the socket file to remove at stop, for unix: endpoints

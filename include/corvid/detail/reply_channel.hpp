@@ -18,6 +18,7 @@ class request_context;
 namespace corvid::detail {
 
 class stream_link;
+struct blocking_job;
 
 class reply_channel : public std::enable_shared_from_this<reply_channel> {
  public:
@@ -58,6 +59,14 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // link->on_writable() once the queued replies drain (once per call of this).
   virtual void wait_writable(stream_link* link) = 0;
   virtual void forget_writable(stream_link* link) noexcept = 0;
+  // A blocking call, started (call_started): queued for a worker thread. False = refused
+  // (the worker queue is full): the channel has queued a server_busy reply to `request_id`,
+  // and the caller ends the call (call_finished). A channel without workers refuses all.
+  virtual bool submit_blocking(blocking_job& job, std::uint64_t request_id) {
+    (void)job;
+    reply_error(request_id, rpc_errc::server_busy, "no worker threads for blocking handlers");
+    return false;
+  }
 
   virtual asio::io_context& reactor() noexcept = 0;
   virtual std::string peer_address() const = 0;

@@ -22,6 +22,7 @@ namespace detail {
 class reply_channel;
 class server_connection;
 class stream_link;
+class method_limit;
 struct request_context_access;
 }  // namespace detail
 
@@ -67,8 +68,13 @@ class request_context {
   }
   // True once the call was cancelled: the caller cancelled it or timed out (a cancel frame
   // arrived), or its connection closed. Nobody will read the reply any more; a coroutine
-  // handler should stop, and whatever it returns is discarded. Any thread.
-  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+  // handler should stop, and whatever it returns is discarded. A blocking handler
+  // (register_blocking_handler), which cannot be woken, polls this; for it, the deadline
+  // passing counts too (its reply is then `timeout`). Any thread.
+  bool cancelled() const noexcept {
+    if (cancelled_.load(std::memory_order_acquire)) return true;
+    return deadline_cancels_ && std::chrono::steady_clock::now() >= deadline_;
+  }
   // Sleeps without blocking the thread; wakes early on cancellation (see cancellable_sleep).
   cancellable_sleep sleep_for(std::chrono::steady_clock::duration d) {
     return cancellable_sleep(*this, d);
@@ -124,6 +130,10 @@ class request_context {
   // The stream this call is (null for a plain call): where the connection routes the
   // stream's item, credit and end frames.
   detail::stream_link* stream_ = nullptr;
+  // The method's concurrency limit this call holds a place in (set_method_limit), if any.
+  detail::method_limit* limit_ = nullptr;
+  // A blocking call: cancelled() also reports its deadline (nothing can wake the handler).
+  bool deadline_cancels_ = false;
 };
 
 namespace detail {
@@ -140,6 +150,15 @@ struct request_context_access {
   }
   static std::string_view attachment_view(const request_context& c) noexcept { return c.view_; }
   static void cancel(request_context& c) noexcept { c.cancel(); }
+  // A cancel frame or close reached the call (cancelled() may also report a deadline).
+  static bool cancel_requested(const request_context& c) noexcept {
+    return c.cancelled_.load(std::memory_order_acquire);
+  }
+  static method_limit*& limit(request_context& c) noexcept { return c.limit_; }
+  static void cancel_at_deadline(request_context& c) noexcept { c.deadline_cancels_ = true; }
+  static bool past_deadline(const request_context& c) noexcept {
+    return std::chrono::steady_clock::now() >= c.deadline_;
+  }
   static std::size_t& memory_charge(request_context& c) noexcept { return c.memory_charge_; }
   static detail::stream_link*& stream(request_context& c) noexcept { return c.stream_; }
 };

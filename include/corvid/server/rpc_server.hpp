@@ -4,6 +4,8 @@
 //   corvid::rpc_server server(/*io threads*/ 2, /*port*/ 9000);
 //   server.register_handler<echo, add>();          // free functions (plain or coroutine)
 //   server.register_handler<&calc::mul>(&my_calc); // member functions, with their object
+//   server.register_blocking_handler<query_db>();  // may block: runs on the worker pool
+//   server.set_method_limit<query_db>(16);         // at most 16 running at once
 //   server.start();                                // blocks until stop()
 #include <cstdint>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "corvid/detail/blocking_invoker.hpp"
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/detail/stream_invoker.hpp"
 #include "corvid/error.hpp"
@@ -55,6 +58,44 @@ class rpc_server {
      ...);
   }
 
+  // Registers plain functions that may block their thread (a database call, a disk read):
+  // they run on the server's worker threads (server_config::worker_threads), never on a
+  // reactor, so other calls on the same reactor go on meanwhile. A bounded queue
+  // (worker_queue_length, worker_queue_bytes) holds calls waiting for a worker; past it they
+  // are answered server_busy. A call cancelled, or whose deadline passed, while it waited
+  // never runs; a running one sees both through request_context::cancelled(). Same rules as
+  // register_handler otherwise.
+  template <auto... Fs>
+  void register_blocking_handler() {
+    (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(), nullptr,
+                 detail::make_blocking_invoker<Fs>(), true),
+     ...);
+  }
+  template <auto... Fs, class C>
+  void register_blocking_handler(C* object) {
+    static_assert(
+        (std::is_base_of_v<typename detail::function_traits<decltype(Fs)>::class_type, C> && ...),
+        "register_blocking_handler(object): every function must be a member of the object's "
+        "class");
+    (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(),
+                 static_cast<typename detail::function_traits<decltype(Fs)>::class_type*>(object),
+                 detail::make_blocking_invoker<Fs>(), true),
+     ...);
+  }
+  // At most `max_concurrent` calls of F running at once over all connections (plain calls
+  // while they run; coroutine and blocking calls from their start — queued for a worker
+  // included — to their end). A call past it is answered server_busy at once, naming F and
+  // the limit. After F is registered, before start(); throws std::logic_error otherwise.
+  template <auto F>
+  void set_method_limit(std::size_t max_concurrent) {
+    set_method_limit(protocol::function_id<F>(), protocol::function_name<F>(), max_concurrent);
+  }
+  // Calls of F refused by its set_method_limit since start.
+  template <auto F>
+  std::uint64_t method_refusals() const noexcept {
+    return method_refusals(protocol::function_id<F>());
+  }
+
   // Accept RDMA clients too: opens the verbs device and its registered-memory
   // pool. Before start(). TCP clients are still served on the same port. Errors:
   // no_rdma_device (no device, or the provider is not built in), invalid_argument.
@@ -91,7 +132,10 @@ class rpc_server {
   void reset_memory_peak() noexcept;
 
  private:
-  void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn);
+  void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn,
+                   bool blocking = false);
+  void set_method_limit(std::uint32_t id, std::string_view name, std::size_t max_concurrent);
+  std::uint64_t method_refusals(std::uint32_t id) const noexcept;
   std::unique_ptr<detail::server_core> core_;
 };
 

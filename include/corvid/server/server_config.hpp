@@ -69,6 +69,15 @@ struct server_config {
   // Write coalescing: replies queued while a write is in flight leave together in one
   // gather write. Off = one frame per write syscall (the baseline the benchmark compares).
   bool coalesce_writes = true;
+  // Blocking handlers (rpc_server::register_blocking_handler) run on this many worker
+  // threads, created at start only if such a handler is registered. Calls waiting for a
+  // worker queue in front of them, up to worker_queue_length calls and worker_queue_bytes of
+  // their requests and decoded arguments (a call always fits an empty queue); past either,
+  // a call is answered server_busy. The bytes are also charged to the connection's in_flight
+  // memory, like a coroutine call's.
+  std::size_t worker_threads = std::max(1u, std::thread::hardware_concurrency());
+  std::size_t worker_queue_length = 1024;
+  std::size_t worker_queue_bytes = 64u << 20;
   // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
   std::function<void(std::size_t)> on_thread_start;
 };
