@@ -97,8 +97,9 @@ int run_server(const options& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::string error;
   const ibv_config rdma = rdma_config(o);
-  auto server = start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin,
-                                   true, error, o.transport == "rdma" ? &rdma : nullptr);
+  auto server =
+      start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin, true,
+                         error, o.transport == "rdma" ? &rdma : nullptr, nullptr, o.metrics);
   if (!server) {
     std::fprintf(stderr, "corvid-bench server: %s\n", error.c_str());
     return 1;

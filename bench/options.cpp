@@ -38,6 +38,7 @@ options:
   --threads N              io threads per side (default 1)
   --connections N          client connections (default 1: one multiplexed connection)
   --pool N                 send calls through a client_pool of up to N connections
+  --no-metrics             server: run with server_config::metrics off
   --no-pin                 do not pin server/client reactors to separate cores
   --client-queue BYTES     clients' max_queued_request_bytes (default 64M; 0 = unlimited)
   --calls N                calls per mode in `pipeline` (default 20000)
@@ -141,6 +142,8 @@ options parse_options(int argc, char** argv) {
       o.pool = std::atoi(value("--pool").c_str());
     } else if (a == "--client-queue") {
       o.client_queue = parse_size(value("--client-queue"));
+    } else if (a == "--no-metrics") {
+      o.metrics = false;
     } else if (a == "--no-pin") {
       o.pin = false;
     } else if (a == "--calls") {

@@ -5,6 +5,7 @@
 
 #include <asio/post.hpp>
 
+#include "../metrics/prometheus_text.hpp"
 #include "../rdma/rdma_context.hpp"
 #include "../runtime/endpoint.hpp"
 #include "../transport/tls_context.hpp"
@@ -83,7 +84,8 @@ server_core::~server_core() {
 void server_core::add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn) {
   std::lock_guard lk(mutex_);
   if (started_) throw std::logic_error("corvid: register_handler after start()");
-  auto [it, inserted] = handlers_.try_emplace(id, handler_entry{std::string(name), object, fn});
+  auto [it, inserted] =
+      handlers_.try_emplace(id, handler_entry{std::string(name), object, fn, handlers_.size()});
   if (!inserted) {
     throw std::logic_error(it->second.name == name
                                ? "corvid: handler registered twice: " + std::string(name)
@@ -99,6 +101,11 @@ rpc_error server_core::async_start() {
     started_ = true;
   }
   pool_ = std::make_unique<io_pool>(config.io_threads, config.on_thread_start);
+  if (config.metrics) {
+    std::vector<std::string> names(handlers_.size());
+    for (const auto& [id, entry] : handlers_) names[entry.index] = entry.name;
+    metrics = std::make_unique<metrics::server_metrics>(std::move(names), pool_->size());
+  }
   std::error_code ec;
   asio::generic::stream_protocol::endpoint ep;
   if (is_unix_endpoint(config.address)) {
@@ -283,6 +290,18 @@ std::shared_ptr<const server_tls> server_core::tls() const {
   return tls_;
 }
 
+std::size_t server_core::reactor_index(const asio::io_context& reactor) const noexcept {
+  for (std::size_t i = 0; i < pool_->size(); ++i) {
+    if (&pool_->at(i) == &reactor) return i;
+  }
+  return 0;
+}
+
+bool server_core::stopping() const {
+  std::lock_guard lk(mutex_);
+  return stopping_;
+}
+
 std::size_t server_core::connection_count() const {
   std::lock_guard lk(mutex_);
   return connections_.size();
@@ -344,5 +363,8 @@ std::size_t rpc_server::connection_count() const noexcept { return core_->connec
 transport_stats rpc_server::stats() const noexcept { return core_->stats.snapshot(); }
 memory_usage rpc_server::memory() const { return core_->memory.server.snapshot(); }
 void rpc_server::reset_memory_peak() noexcept { core_->memory.server.reset_peak(); }
+std::string rpc_server::metrics_text() const {
+  return metrics::prometheus_text(core_->metrics_snapshot());
+}
 
 }  // namespace corvid

@@ -1,5 +1,6 @@
 #pragma once
 // The server's shared state: handler table, reactors, acceptor, connection registry, stop.
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,8 @@
 #include "corvid/server/server_config.hpp"
 
 #include "../memory/server_memory.hpp"
+#include "../metrics/server_metrics.hpp"
+#include "../metrics/snapshot.hpp"
 #include "../transport/stats_counters.hpp"
 
 namespace corvid::rdma {
@@ -42,6 +45,7 @@ struct handler_entry {
   std::string name;
   void* object;
   invoke_fn invoke;
+  std::size_t index = 0;  // registration order: the method's slot in the metrics shards
 };
 
 class server_core {
@@ -81,6 +85,14 @@ class server_core {
   rpc_error reload_tls();
   // Null when TLS is off. Read once per accepted connection.
   std::shared_ptr<const server_tls> tls() const;
+
+  // Metrics (server_config::metrics): created at start, one shard per reactor; null when off.
+  std::unique_ptr<metrics::server_metrics> metrics;
+  std::size_t reactor_index(const asio::io_context& reactor) const noexcept;
+  bool stopping() const;
+  // Sums the shards and lists the connections (src/admin/server_snapshot.cpp). Any thread.
+  metrics::server_snapshot metrics_snapshot() const;
+  std::atomic<int> admin_sessions{0};  // HTTP admin connections open (src/admin/)
 
  private:
   void accept_next();

@@ -122,6 +122,8 @@ class request_context {
   // Bytes charged to the connection's in-flight tracker for this call (its request copy,
   // decoded arguments and state).
   std::size_t memory_charge_ = 0;
+  // When the request arrived (the server's latency metrics time coroutine calls from it).
+  std::chrono::steady_clock::time_point arrived_{};
 };
 
 namespace detail {
@@ -139,6 +141,9 @@ struct request_context_access {
   static std::string_view attachment_view(const request_context& c) noexcept { return c.view_; }
   static void cancel(request_context& c) noexcept { c.cancel(); }
   static std::size_t& memory_charge(request_context& c) noexcept { return c.memory_charge_; }
+  static std::chrono::steady_clock::time_point& arrived(request_context& c) noexcept {
+    return c.arrived_;
+  }
 };
 
 }  // namespace detail
