@@ -21,10 +21,11 @@ class latency_histogram {
 
   latency_histogram() : buckets_(std::make_unique<counter[]>(bucket_count)) {}
 
-  void record(std::uint64_t ns) noexcept {
-    buckets_[std::min(layout::index_of(ns), bucket_count - 1)].add();
-    sum_ns_.add(ns);
-    count_.add();
+  // `n` calls that each took `ns` (a batch's calls share their arrival and reply times).
+  void record(std::uint64_t ns, std::uint64_t n = 1) noexcept {
+    buckets_[std::min(layout::index_of(ns), bucket_count - 1)].add(n);
+    sum_ns_.add(ns * n);
+    count_.add(n);
   }
 
   std::uint64_t count() const noexcept { return count_.get(); }

@@ -24,8 +24,10 @@ inline constexpr std::size_t errc_count =
 
 // One method on one reactor.
 struct method_stats {
-  counter calls;      // requests dispatched to the handler
-  counter completed;  // of which answered (calls - completed = in flight)
+  // Requests dispatched to the handler: a plain handler's at its batch end (it has answered
+  // by then), a coroutine's when it starts; latency.count() of them answered (the difference
+  // is in flight).
+  counter calls;
   counter request_bytes, reply_bytes;
   std::array<counter, errc_count> errors;
   latency_histogram latency;  // arrival of the request to its reply queued

@@ -31,15 +31,14 @@ std::vector<method_totals> collect_methods(const server_metrics& m) {
     for (const auto& shard : m.shards()) {
       const method_stats* s = shard->peek(i);
       if (s == nullptr) continue;
+      t.latency_count += s->latency.count();  // before calls: in flight never below 0
       t.calls += s->calls.get();
-      t.completed += s->completed.get();
       t.request_bytes += s->request_bytes.get();
       t.reply_bytes += s->reply_bytes.get();
       for (std::size_t c = 0; c < errc_count; ++c) t.errors[c] += s->errors[c].get();
       for (std::size_t b = 0; b < latency_histogram::bucket_count; ++b) {
         t.buckets[b] += s->latency.bucket(b);
       }
-      t.latency_count += s->latency.count();
       t.latency_sum_ns += s->latency.sum_ns();
     }
   }

@@ -16,12 +16,14 @@ namespace corvid::metrics {
 
 struct method_totals {
   std::string name;
-  std::uint64_t calls = 0, completed = 0, request_bytes = 0, reply_bytes = 0;
+  std::uint64_t calls = 0, request_bytes = 0, reply_bytes = 0;
   std::array<std::uint64_t, errc_count> errors{};
   std::vector<std::uint64_t> buckets;  // latency_histogram buckets, summed
   std::uint64_t latency_count = 0, latency_sum_ns = 0;
   std::uint64_t errors_total() const noexcept;
-  std::uint64_t in_flight() const noexcept { return calls > completed ? calls - completed : 0; }
+  std::uint64_t in_flight() const noexcept {
+    return calls > latency_count ? calls - latency_count : 0;
+  }
   // Nearest-rank percentile of the latency, in nanoseconds (bucket midpoint), 0 if none.
   std::uint64_t latency_percentile(double p) const noexcept;
 };

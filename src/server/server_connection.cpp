@@ -677,9 +677,8 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
   metrics_.end_dispatch();
 }
 
-metrics::method_stats* server_connection::call_metrics(std::uint64_t request_id) {
+metrics::method_stats* server_connection::running_call_metrics(std::uint64_t request_id) {
   if (!metrics_.on()) return nullptr;
-  if (metrics::method_stats* s = metrics_.dispatching(request_id)) return s;
   request_context* ctx = running_.find(request_id);  // a coroutine call answering
   const handler_entry* entry = ctx == nullptr ? nullptr : core_.find(ctx->function_id());
   return entry == nullptr ? nullptr : &metrics_.shard()->at(entry->index);
@@ -813,7 +812,7 @@ void server_connection::end_reply(request_context* ctx) {
     pending_.append(access::attachment_view(*ctx));
   }
   protocol::encode_header(h, pending_.at(reply_mark_));
-  metrics::call_recorder::reply(call_metrics(reply_id_), protocol::header_size + body + attachment);
+  metrics_.reply(call_metrics(reply_id_), protocol::header_size + body + attachment);
   reply_open_ = false;
   frame_queued();
 }
@@ -878,7 +877,8 @@ void server_connection::call_started(request_context& ctx) noexcept {
   ++in_flight_;
   // The call keeps its request bytes and state.
   request_context_access::memory_charge(ctx) = mem_.take_admitted();
-  request_context_access::arrived(ctx) = metrics_.call_started();
+  request_context_access::arrived(ctx) = read_time_;  // it is being dispatched
+  metrics_.call_started();
   running_.insert(&ctx);  // admit_request refused a duplicate id; dispatch reserved the slot
   if (closed_ || peer_finished_) request_context_access::cancel(ctx);  // nobody reads its reply
   core_.handler_started();

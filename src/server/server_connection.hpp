@@ -141,7 +141,11 @@ class server_connection final : public reply_channel {
   void close();
   // The metrics of the call `request_id` (the one being dispatched, or a running coroutine
   // call), or null (metrics off, or no such call).
-  metrics::method_stats* call_metrics(std::uint64_t request_id);
+  metrics::method_stats* call_metrics(std::uint64_t request_id) {
+    metrics::method_stats* s = metrics_.dispatching(request_id);
+    return s != nullptr || !metrics_.on() ? s : running_call_metrics(request_id);
+  }
+  metrics::method_stats* running_call_metrics(std::uint64_t request_id);
   // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
   // armed for the earliest limit and only re-armed when it fires: activity just moves the
   // timestamps below, so the hot path never touches the timer.
