@@ -203,22 +203,6 @@ std::string status_page(const metrics::server_snapshot& s, const server_config& 
          html_escape(config.address) + (s.port != 0 ? ":" + std::to_string(s.port) : "") +
          " &middot; built with " + html_escape(__VERSION__) + " &middot; C++ " +
          std::to_string(__cplusplus) + "</p>\n";
-  out += "<h2>Configuration</h2>\n<table id=\"config\"><tr><th>setting</th><th>value</th></tr>";
-  auto row = [&](std::string_view k, const std::string& v) {
-    out += "<tr><td>" + std::string(k) + "</td><td>" + html_escape(v) + "</td></tr>";
-  };
-  row("io_threads", std::to_string(config.io_threads));
-  row("max_connections",
-      config.max_connections == 0 ? "unlimited" : std::to_string(config.max_connections));
-  row("max_frame_size", bytes(config.max_frame_size));
-  row("max_calls_per_connection", std::to_string(config.max_calls_per_connection));
-  row("memory limit", limit(s.memory.limit));
-  row("idle_timeout", std::to_string(config.idle_timeout.count()) + " ms");
-  row("frame_read_timeout", std::to_string(config.frame_read_timeout.count()) + " ms");
-  row("write_timeout", std::to_string(config.write_timeout.count()) + " ms");
-  row("metrics", config.metrics ? "on" : "off");
-  out += "</table>\n";
-
   out +=
       "<h2>Methods</h2>\n<table id=\"methods\"><tr><th>method</th><th>calls</th>"
       "<th>calls/s</th><th>in flight</th><th>errors</th><th>p50</th><th>p99</th>"
@@ -237,9 +221,10 @@ std::string status_page(const metrics::server_snapshot& s, const server_config& 
            html_escape(m.name) + "</td><td>" + std::to_string(m.calls) + "</td><td>" +
            format("%.2f", rate) + "</td><td>" + std::to_string(m.in_flight()) + "</td><td" +
            (m.errors_total() != 0 ? " class=\"bad\"" : "") + ">" + html_escape(errors) +
-           "</td><td>" + duration(m.latency_percentile(50)) + "</td><td>" +
-           duration(m.latency_percentile(99)) + "</td><td>" + bytes(m.request_bytes) + "</td><td>" +
-           bytes(m.reply_bytes) + "</td></tr>\n";
+           "</td><td>" + (m.latency_count != 0 ? duration(m.latency_percentile(50)) : "&ndash;") +
+           "</td><td>" + (m.latency_count != 0 ? duration(m.latency_percentile(99)) : "&ndash;") +
+           "</td><td>" + bytes(m.request_bytes) + "</td><td>" + bytes(m.reply_bytes) +
+           "</td></tr>\n";
   }
   out += "</table>\n";
 
@@ -255,8 +240,25 @@ std::string status_page(const metrics::server_snapshot& s, const server_config& 
   }
   out += "</table>\n<h2>Memory</h2>\n<ul id=\"memory\">";
   memory_list(out, s.memory);
+  out += "</ul>\n";
+  out += "<h2>Configuration</h2>\n<table id=\"config\"><tr><th>setting</th><th>value</th></tr>";
+  auto row = [&](std::string_view k, const std::string& v) {
+    out += "<tr><td>" + std::string(k) + "</td><td>" + html_escape(v) + "</td></tr>";
+  };
+  row("io_threads", std::to_string(config.io_threads));
+  row("max_connections",
+      config.max_connections == 0 ? "unlimited" : std::to_string(config.max_connections));
+  row("max_frame_size", bytes(config.max_frame_size));
+  row("max_calls_per_connection", std::to_string(config.max_calls_per_connection));
+  row("memory limit", limit(s.memory.limit));
+  row("idle_timeout", std::to_string(config.idle_timeout.count()) + " ms");
+  row("frame_read_timeout", std::to_string(config.frame_read_timeout.count()) + " ms");
+  row("write_timeout", std::to_string(config.write_timeout.count()) + " ms");
+  row("metrics", config.metrics ? "on" : "off");
+  out += "</table>\n";
+
   out +=
-      "</ul>\n<p class=\"meta\">Prometheus metrics: <a href=\"/metrics\">/metrics</a> "
+      "<p class=\"meta\">Prometheus metrics: <a href=\"/metrics\">/metrics</a> "
       "&middot; <a href=\"/connections\">/connections</a> &middot; "
       "<a href=\"/health\">/health</a></p>\n</body></html>\n";
   return out;
