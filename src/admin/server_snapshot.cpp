@@ -2,6 +2,7 @@
 // (under the connection registry's lock, never taken per request).
 #include <chrono>
 
+#include "../rdma/rdma_context.hpp"
 #include "../server/server_connection.hpp"
 #include "../server/server_core.hpp"
 
@@ -17,6 +18,11 @@ metrics::server_snapshot server_core::metrics_snapshot() const {
   }
   s.memory = memory.server.snapshot();
   s.port = bound_port;
+  if (rdma) {
+    const rdma::chunk_pool_stats p = rdma->pool().stats();
+    s.has_rdma = true;
+    s.rdma_pool = {p.in_use, p.cached, p.registered_bytes, rdma->pool().watermark(), p.refusals};
+  }
   s.transport = stats.snapshot();
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lk(mutex_);

@@ -197,6 +197,22 @@ std::string prometheus_text(const server_snapshot& s) {
     w.family(p.name, "counter", p.help);
     w.sample(p.name, {}, d(p.value));
   }
+  if (s.has_rdma) {
+    const rdma_pool_row& p = s.rdma_pool;
+    w.family("corvid_server_rdma_chunks", "gauge",
+             "Registered RDMA chunks, held by connections (in_use) or kept free (cached).");
+    w.sample("corvid_server_rdma_chunks", {{"state", "in_use"}}, d(p.chunks_in_use));
+    w.sample("corvid_server_rdma_chunks", {{"state", "cached"}}, d(p.chunks_cached));
+    w.family("corvid_server_rdma_registered_bytes", "gauge",
+             "Memory registered with the RDMA device by the chunk pool.");
+    w.sample("corvid_server_rdma_registered_bytes", {}, d(p.registered_bytes));
+    w.family("corvid_server_rdma_registered_limit_bytes", "gauge",
+             "The chunk pool's watermark (ibv_config).");
+    w.sample("corvid_server_rdma_registered_limit_bytes", {}, d(p.watermark));
+    w.family("corvid_server_rdma_chunk_refusals_total", "counter",
+             "Chunk requests refused at the watermark.");
+    w.sample("corvid_server_rdma_chunk_refusals_total", {}, d(p.refusals));
+  }
   w.family("corvid_server_uptime_seconds", "gauge", "Seconds since the server started.");
   w.sample("corvid_server_uptime_seconds", {}, s.uptime_seconds);
   w.family("corvid_server_serving", "gauge", "1 while serving, 0 once stop() began.");

@@ -35,6 +35,12 @@ struct connection_row {
   double age_seconds = 0;
 };
 
+// The RDMA chunk pool (rpc_server::init_ibv): registered memory receive and send rings use.
+struct rdma_pool_row {
+  std::uint64_t chunks_in_use = 0, chunks_cached = 0, registered_bytes = 0, watermark = 0;
+  std::uint64_t refusals = 0;
+};
+
 struct server_snapshot {
   std::vector<method_totals> methods;  // registered methods, then requests naming none
   std::vector<connection_row> connections;
@@ -43,6 +49,8 @@ struct server_snapshot {
   double uptime_seconds = 0;
   bool serving = true;     // false once stop() began
   std::uint16_t port = 0;  // the bound port (TCP)
+  bool has_rdma = false;   // init_ibv: `rdma_pool` is filled in
+  rdma_pool_row rdma_pool;
 };
 
 // Sums the shards' method stats (methods never called have all-zero totals).

@@ -5,6 +5,7 @@
 
 #include <asio/post.hpp>
 
+#include "../admin/admin_listener.hpp"
 #include "../metrics/prometheus_text.hpp"
 #include "../rdma/rdma_context.hpp"
 #include "../runtime/endpoint.hpp"
@@ -145,6 +146,20 @@ rpc_error server_core::async_start() {
     return {rpc_errc::connect_failed, std::move(msg)};
   }
   bound_port = port_of(acceptor_->local_endpoint());
+  if (!config.admin_address.empty()) {
+    admin_ = std::make_unique<admin::admin_listener>(*this, pool_->at(0));
+    if (auto err = admin_->listen(config.admin_address)) {
+      admin_.reset();
+      acceptor_.reset();
+      {
+        std::lock_guard lk(mutex_);
+        stopping_ = drained_ = true;
+      }
+      pool_->stop();
+      return err;
+    }
+    asio::post(pool_->at(0), [this] { admin_->start(); });
+  }
   accept_retry_.emplace(pool_->at(0));
   drain_timer_.emplace(pool_->at(0));
   asio::post(pool_->at(0), [this] { accept_next(); });
@@ -204,6 +219,7 @@ void server_core::begin_stop() {
     std::error_code ignored;
     acceptor_->close(ignored);
     accept_retry_->cancel();
+    if (admin_) admin_->close();
     drain_timer_->expires_after(config.stop_timeout);
     drain_timer_->async_wait([this](const std::error_code& e) {
       if (!e) force_close_all();
@@ -260,6 +276,7 @@ void server_core::wait_stopped() {
     drain_timer_.reset();
     accept_retry_.reset();
     acceptor_.reset();
+    admin_.reset();
     connections_.clear();
     if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
   }
@@ -296,6 +313,8 @@ std::size_t server_core::reactor_index(const asio::io_context& reactor) const no
   }
   return 0;
 }
+
+std::uint16_t server_core::admin_port() const noexcept { return admin_ ? admin_->port() : 0; }
 
 bool server_core::stopping() const {
   std::lock_guard lk(mutex_);
@@ -363,6 +382,7 @@ std::size_t rpc_server::connection_count() const noexcept { return core_->connec
 transport_stats rpc_server::stats() const noexcept { return core_->stats.snapshot(); }
 memory_usage rpc_server::memory() const { return core_->memory.server.snapshot(); }
 void rpc_server::reset_memory_peak() noexcept { core_->memory.server.reset_peak(); }
+std::uint16_t rpc_server::admin_port() const noexcept { return core_->admin_port(); }
 std::string rpc_server::metrics_text() const {
   return metrics::prometheus_text(core_->metrics_snapshot());
 }

@@ -19,6 +19,7 @@
 #include "corvid/runtime/tls_config.hpp"
 #include "corvid/server/server_config.hpp"
 
+#include "../admin/admin_listener.hpp"
 #include "../memory/server_memory.hpp"
 #include "../metrics/server_metrics.hpp"
 #include "../metrics/snapshot.hpp"
@@ -27,6 +28,7 @@
 namespace corvid::rdma {
 class rdma_context;
 }
+
 namespace asio::ssl {
 class context;
 }
@@ -92,7 +94,8 @@ class server_core {
   bool stopping() const;
   // Sums the shards and lists the connections (src/admin/server_snapshot.cpp). Any thread.
   metrics::server_snapshot metrics_snapshot() const;
-  std::atomic<int> admin_sessions{0};  // HTTP admin connections open (src/admin/)
+  std::atomic<int> admin_sessions{0};         // HTTP admin connections open (src/admin/)
+  std::uint16_t admin_port() const noexcept;  // server_config::admin_address's bound port
 
  private:
   void accept_next();
@@ -104,6 +107,7 @@ class server_core {
   std::string unix_path_;  // the socket file to remove at stop, for unix: endpoints
   std::optional<asio::steady_timer> accept_retry_;
   std::optional<asio::steady_timer> drain_timer_;
+  std::unique_ptr<admin::admin_listener> admin_;  // server_config::admin_address
 
   mutable std::mutex mutex_;  // guards everything below; never taken per request
   std::condition_variable drained_cv_;

@@ -68,6 +68,37 @@ TEST(admin_http, off_by_default_an_http_request_is_a_protocol_error) {
   EXPECT_EQ(r.find("HTTP/1.1"), std::string::npos) << r;
 }
 
+TEST(admin_http, separate_admin_address) {
+  auto cfg = test_server::make_config();
+  cfg.admin_address = "127.0.0.1:0";
+  test_server srv(cfg);
+  ASSERT_NE(srv.server().admin_port(), 0);
+  ASSERT_NE(srv.server().admin_port(), srv.port());
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
+  call_echo(client, 3);
+  const std::string m = http_get(srv.server().admin_port(), "/metrics");
+  EXPECT_EQ(status_of(m), 200) << m;
+  EXPECT_NE(m.find("corvid_server_calls_total{method=\"" +
+                   std::string(corvid::protocol::function_name<echo>()) + "\"} 3\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("corvid_server_connections{transport=\"tcp\"} 1\n"), std::string::npos) << m;
+  EXPECT_EQ(status_of(http_get(srv.server().admin_port(), "/health")), 200);
+  // The RPC port itself does not answer HTTP (http_admin is off).
+  EXPECT_EQ(http_get(srv.port(), "/metrics").find("HTTP/1.1"), std::string::npos);
+}
+
+TEST(admin_http, bad_admin_address_fails_start) {
+  for (const char* bad : {"127.0.0.1", "nohost:80", "127.0.0.1:99999", "127.0.0.1:x"}) {
+    auto cfg = test_server::make_config();
+    cfg.admin_address = bad;
+    corvid::rpc_server server(cfg);
+    const auto ec = server.async_start();
+    EXPECT_EQ(ec.code(), corvid::rpc_errc::invalid_argument) << bad << ": " << ec.message();
+  }
+}
+
 TEST(admin_http, malformed_and_oversized_requests_get_4xx_and_a_close) {
   test_server srv(admin_config());
   {

@@ -91,6 +91,8 @@ class rpc_server {
   // The metrics in the Prometheus text format (what GET /metrics answers with http_admin);
   // without server_config::metrics, only the server-wide ones.
   std::string metrics_text() const;
+  // The port server_config::admin_address listens on (0 without one).
+  std::uint16_t admin_port() const noexcept;
 
  private:
   void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn);

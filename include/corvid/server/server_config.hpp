@@ -78,6 +78,9 @@ struct server_config {
   // Serve HTTP/1.1 GET /metrics, /status, /connections and /health on the RPC port itself:
   // a connection whose first bytes are "GET " or "HEAD " is an admin request, not corvid.
   bool http_admin = false;
+  // The same admin pages on an address of their own, e.g. "127.0.0.1:9100" (port 0 =
+  // ephemeral, rpc_server::admin_port() tells it); empty = none.
+  std::string admin_address;
 };
 
 }  // namespace corvid
