@@ -49,7 +49,7 @@ class http_socket {
 inline std::string http_get(std::uint16_t port, const std::string& path,
                             const std::string& method = "GET") {
   http_socket s(port);
-  s.send(method + " " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  s.send(method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
   return s.read_all();
 }
 
