@@ -869,6 +869,7 @@ void server_connection::write_each() {
     return;
   }
   core_.stats.on_write(pending_.frames(), calls, n);
+  metrics_.sent(n);
   pending_.clear();
   if (ec) close();
 }

@@ -89,6 +89,19 @@ TEST(admin_http, separate_admin_address) {
   EXPECT_EQ(http_get(srv.port(), "/metrics").find("HTTP/1.1"), std::string::npos);
 }
 
+TEST(admin_http, connection_bytes_are_counted_with_coalescing_off_too) {
+  auto cfg = admin_config();
+  cfg.coalesce_writes = false;  // one blocking write per reply, not the write completion
+  test_server srv(cfg);
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
+  call_echo(client, 2);
+  const std::string cj = http_get(srv.port(), "/connections?format=json");
+  EXPECT_NE(cj.find("\"calls\": 2"), std::string::npos) << cj;
+  EXPECT_EQ(cj.find("\"bytes_sent\": 0,"), std::string::npos) << cj;
+  EXPECT_EQ(cj.find("\"bytes_received\": 0,"), std::string::npos) << cj;
+}
+
 TEST(admin_http, bad_admin_address_fails_start) {
   for (const char* bad : {"127.0.0.1", "nohost:80", "127.0.0.1:99999", "127.0.0.1:x"}) {
     auto cfg = test_server::make_config();
