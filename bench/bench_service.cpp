@@ -24,6 +24,11 @@ void bench_call(request_context& ctx, std::uint32_t response_size, bool echo) {
   }
 }
 
+stream<std::string_view> bench_items(std::uint32_t size, std::uint64_t count) {
+  const std::string_view item = response_bytes(size);
+  for (std::uint64_t i = 0; i < count; ++i) co_yield item;
+}
+
 server_counters bench_stats() {
   server_counters c;
   if (rpc_server* s = current_server.load()) {
@@ -41,7 +46,7 @@ void set_bench_server(rpc_server* server) {
 }
 
 void register_bench_service(rpc_server& server) {
-  server.register_handler<bench_call, bench_stats>();
+  server.register_handler<bench_call, bench_stats, bench_items>();
 }
 
 }  // namespace corvid::bench

@@ -21,6 +21,8 @@ struct server_counters {
 // One benchmark call: the request payload is the attachment; the reply attachment is the
 // payload again (echo) or `response_size` bytes.
 void bench_call(request_context& ctx, std::uint32_t response_size, bool echo);
+// A stream of `count` items of `size` bytes (corvid-bench stream).
+stream<std::string_view> bench_items(std::uint32_t size, std::uint64_t count);
 server_counters bench_stats();
 
 // The server whose counters bench_stats() reports.

@@ -7,5 +7,6 @@ namespace corvid::bench {
 int run_pipeline_experiment(const options& o);  // seed 001
 int run_coalesce_experiment(const options& o);  // seed 002
 int run_reactors_experiment(const options& o);  // seed 003
+int run_stream_experiment(const options& o);    // streams vs unary calls
 
 }  // namespace corvid::bench

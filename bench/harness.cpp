@@ -24,8 +24,10 @@ bool pin_to_cpu(int cpu) {
 
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
                                                bool coalesce, std::string& error,
-                                               const ibv_config* rdma, const tls_config* tls) {
+                                               const ibv_config* rdma, const tls_config* tls,
+                                               bool metrics) {
   server_config cfg;
+  cfg.metrics = metrics;
   cfg.io_threads = static_cast<std::size_t>(threads);
   cfg.coalesce_writes = coalesce;
   if (listen.starts_with("unix:")) {

@@ -53,6 +53,7 @@ bool pin_to_cpu(int cpu);
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
                                                bool coalesce, std::string& error,
                                                const ibv_config* rdma = nullptr,
-                                               const tls_config* tls = nullptr);
+                                               const tls_config* tls = nullptr,
+                                               bool metrics = true);
 
 }  // namespace corvid::bench

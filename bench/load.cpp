@@ -10,10 +10,11 @@
 #include <thread>
 
 #include "bench_service.hpp"
-#include "histogram.hpp"
+#include "metrics/histogram.hpp"
 
 namespace corvid::bench {
 namespace {
+using metrics::histogram;
 
 using clock = std::chrono::steady_clock;
 enum phase : int { warmup = 0, measure = 1, stop = 2 };

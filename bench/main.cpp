@@ -97,8 +97,9 @@ int run_server(const options& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::string error;
   const ibv_config rdma = rdma_config(o);
-  auto server = start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin,
-                                   true, error, o.transport == "rdma" ? &rdma : nullptr);
+  auto server =
+      start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin, true,
+                         error, o.transport == "rdma" ? &rdma : nullptr, nullptr, o.metrics);
   if (!server) {
     std::fprintf(stderr, "corvid-bench server: %s\n", error.c_str());
     return 1;
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
     if (o.command == "coalesce") return run_coalesce_experiment(o);
     if (o.command == "reactors") return run_reactors_experiment(o);
     if (o.command == "idle") return run_idle_experiment(o);
+    if (o.command == "stream") return run_stream_experiment(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corvid-bench: %s\n", e.what());
     return 1;

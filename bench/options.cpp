@@ -20,6 +20,7 @@ commands:
   coalesce    seed 002: write coalescing on vs off (RPCs per write, packets per RPC)
   reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections
   idle        user-space bytes per idle server connection (--connections N, default 10000)
+  stream      server-streamed items (128B, 4K, 1M; 1 and 64 streams) vs unary calls
 
 options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides
@@ -38,6 +39,7 @@ options:
   --threads N              io threads per side (default 1)
   --connections N          client connections (default 1: one multiplexed connection)
   --pool N                 send calls through a client_pool of up to N connections
+  --no-metrics             server: run with server_config::metrics off
   --no-pin                 do not pin server/client reactors to separate cores
   --client-queue BYTES     clients' max_queued_request_bytes (default 64M; 0 = unlimited)
   --calls N                calls per mode in `pipeline` (default 20000)
@@ -141,6 +143,8 @@ options parse_options(int argc, char** argv) {
       o.pool = std::atoi(value("--pool").c_str());
     } else if (a == "--client-queue") {
       o.client_queue = parse_size(value("--client-queue"));
+    } else if (a == "--no-metrics") {
+      o.metrics = false;
     } else if (a == "--no-pin") {
       o.pin = false;
     } else if (a == "--calls") {

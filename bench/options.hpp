@@ -29,6 +29,7 @@ struct options {
   int threads = 1;      // io threads per side
   int connections = 1;  // client connections the calls are spread over
   int pool = 0;         // > 0: calls go through a client_pool of up to this many connections
+  bool metrics = true;  // server: server_config::metrics (--no-metrics turns it off)
   bool pin = true;      // pin server and client reactors to different cores
   // client_config::max_queued_request_bytes of the bench's clients (0 = unlimited).
   std::size_t client_queue = client_config{}.max_queued_request_bytes;

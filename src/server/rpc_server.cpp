@@ -5,6 +5,8 @@
 
 #include <asio/post.hpp>
 
+#include "../admin/admin_listener.hpp"
+#include "../metrics/prometheus_text.hpp"
 #include "../rdma/rdma_context.hpp"
 #include "../runtime/endpoint.hpp"
 #include "../transport/tls_context.hpp"
@@ -84,8 +86,8 @@ void server_core::add_handler(std::uint32_t id, std::string_view name, void* obj
                               bool blocking) {
   std::lock_guard lk(mutex_);
   if (started_) throw std::logic_error("corvid: register_handler after start()");
-  auto [it, inserted] =
-      handlers_.try_emplace(id, handler_entry{std::string(name), object, fn, blocking, nullptr});
+  auto [it, inserted] = handlers_.try_emplace(
+      id, handler_entry{std::string(name), object, fn, blocking, nullptr, handlers_.size()});
   if (!inserted) {
     throw std::logic_error(it->second.name == name
                                ? "corvid: handler registered twice: " + std::string(name)
@@ -106,6 +108,11 @@ rpc_error server_core::async_start() {
     return ec;
   }
   pool_ = std::make_unique<io_pool>(config.io_threads, config.on_thread_start);
+  if (config.metrics) {
+    std::vector<std::string> names(handlers_.size());
+    for (const auto& [id, entry] : handlers_) names[entry.index] = entry.name;
+    metrics = std::make_unique<metrics::server_metrics>(std::move(names), pool_->size());
+  }
   std::error_code ec;
   asio::generic::stream_protocol::endpoint ep;
   if (is_unix_endpoint(config.address)) {
@@ -145,6 +152,20 @@ rpc_error server_core::async_start() {
     return {rpc_errc::connect_failed, std::move(msg)};
   }
   bound_port = port_of(acceptor_->local_endpoint());
+  if (!config.admin_address.empty()) {
+    admin_ = std::make_unique<admin::admin_listener>(*this, pool_->at(0));
+    if (auto err = admin_->listen(config.admin_address)) {
+      admin_.reset();
+      acceptor_.reset();
+      {
+        std::lock_guard lk(mutex_);
+        stopping_ = drained_ = true;
+      }
+      pool_->stop();
+      return err;
+    }
+    asio::post(pool_->at(0), [this] { admin_->start(); });
+  }
   accept_retry_.emplace(pool_->at(0));
   drain_timer_.emplace(pool_->at(0));
   asio::post(pool_->at(0), [this] { accept_next(); });
@@ -204,6 +225,7 @@ void server_core::begin_stop() {
     std::error_code ignored;
     acceptor_->close(ignored);
     accept_retry_->cancel();
+    if (admin_) admin_->close();
     drain_timer_->expires_after(config.stop_timeout);
     drain_timer_->async_wait([this](const std::error_code& e) {
       if (!e) force_close_all();
@@ -263,6 +285,7 @@ void server_core::wait_stopped() {
     drain_timer_.reset();
     accept_retry_.reset();
     acceptor_.reset();
+    admin_.reset();
     connections_.clear();
     if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
   }
@@ -291,6 +314,20 @@ rpc_error server_core::reload_tls() {
 std::shared_ptr<const server_tls> server_core::tls() const {
   std::lock_guard lk(tls_mutex_);
   return tls_;
+}
+
+std::size_t server_core::reactor_index(const asio::io_context& reactor) const noexcept {
+  for (std::size_t i = 0; i < pool_->size(); ++i) {
+    if (&pool_->at(i) == &reactor) return i;
+  }
+  return 0;
+}
+
+std::uint16_t server_core::admin_port() const noexcept { return admin_ ? admin_->port() : 0; }
+
+bool server_core::stopping() const {
+  std::lock_guard lk(mutex_);
+  return stopping_;
 }
 
 std::size_t server_core::connection_count() const {
@@ -364,5 +401,9 @@ std::size_t rpc_server::connection_count() const noexcept { return core_->connec
 transport_stats rpc_server::stats() const noexcept { return core_->stats.snapshot(); }
 memory_usage rpc_server::memory() const { return core_->memory.server.snapshot(); }
 void rpc_server::reset_memory_peak() noexcept { core_->memory.server.reset_peak(); }
+std::uint16_t rpc_server::admin_port() const noexcept { return core_->admin_port(); }
+std::string rpc_server::metrics_text() const {
+  return metrics::prometheus_text(core_->metrics_snapshot());
+}
 
 }  // namespace corvid

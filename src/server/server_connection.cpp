@@ -12,6 +12,7 @@
 #include "corvid/memory/buffer_pool.hpp"
 #include "corvid/server/request_context.hpp"
 
+#include "../admin/admin_session.hpp"
 #include "../rdma/handshake.hpp"
 #include "../rdma/setup_limiter.hpp"
 #include "../transport/tls_context.hpp"
@@ -48,6 +49,11 @@ server_connection::server_connection(server_core& core,
   frames_.read_buffer().adopt_storage(block.data, block.capacity);
   frames_.read_buffer().draw_from_thread_pool();
   mem_.settle_read(frames_.read_buffer().capacity());
+  if (core.metrics) metrics_.attach(&core.metrics->shard(core.reactor_index(reactor_)));
+  std::error_code ec;
+  if (stream_.socket().local_endpoint(ec).protocol().family() == AF_UNIX) {
+    metrics_.connection().transport = metrics::transport_kind::unix_socket;
+  }
 }
 
 void server_connection::start() {
@@ -56,7 +62,8 @@ void server_connection::start() {
     last_activity_ = frames_.clock.last_heard = std::chrono::steady_clock::now();
     arm_timer();
   }
-  if (auto tls = core_.tls()) {
+  auto tls = core_.tls();
+  if (tls || core_.config.http_admin) {  // the first byte tells TLS and HTTP from corvid
     begin_tls(std::move(tls));
     return;
   }
@@ -84,6 +91,15 @@ void server_connection::on_first_byte(const std::shared_ptr<const server_tls>& t
   }
   if (n <= 0) {
     close();  // gone before saying anything (or an error)
+    return;
+  }
+  if (core_.config.http_admin && admin::looks_like_http(first)) {
+    admin::serve(core_, std::move(stream_.socket()));  // GET or HEAD: the admin pages
+    close();
+    return;
+  }
+  if (!tls) {
+    read_more();
     return;
   }
   if (first == tls_handshake_record) {
@@ -128,6 +144,7 @@ void server_connection::handshake(std::shared_ptr<const server_tls> tls) {
       self->close();
       return;
     }
+    self->metrics_.connection().transport = metrics::transport_kind::tls;
     self->read_more();
   });
 }
@@ -310,6 +327,7 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
   }
   read_time_ = std::chrono::steady_clock::now();  // deadlines count from arrival
   frames_.commit_read(n, core_.stats, read_time_);
+  metrics_.received(n);
   const bool ok = process_frames();
   flush(batch_end_);
   settle_replies();
@@ -454,6 +472,7 @@ bool server_connection::process_frames() {
     if (partial && frame_started_ == time_point{}) frame_started_ = now;
     if (!partial) frame_started_ = {};
   }
+  metrics_.end_batch(timer_ ? batch_end_ : time_point{});  // the calls answered in this batch
   core_.stats.on_frames_received(batch_frames_);
   frames_.end_batch(core_.config.read_buffer_size, core_.memory.has_waiters());
   mem_.end_batch();
@@ -637,6 +656,9 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
   request_view req{h.request_id, h.function_id, h.signature,
                    std::string_view(payload, h.body_length),
                    std::string_view(payload + h.body_length, h.attachment_length)};
+  const handler_entry* entry = core_.find(h.function_id);
+  metrics_.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method, h.request_id,
+                 h.payload_size(), read_time_);
   if (h.timeout_ms != 0) {
     req.deadline = read_time_ + std::chrono::milliseconds(h.timeout_ms);
     // Requests queued behind slow work: the caller has given up, so don't run the handler.
@@ -644,23 +666,32 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
       reply_error(h.request_id, rpc_errc::timeout,
                   "deadline of " + std::to_string(h.timeout_ms) +
                       " ms passed before the handler could run");
+      metrics_.end_dispatch();
       return;
     }
   }
-  const handler_entry* entry = core_.find(h.function_id);
   if (entry == nullptr) {
     char msg[64];
     std::snprintf(msg, sizeof msg, "no handler registered for function id 0x%08x",
                   static_cast<unsigned>(h.function_id));
     reply_error(h.request_id, rpc_errc::function_not_found, msg);
+    metrics_.end_dispatch();
     return;
   }
   running_.reserve_one();  // a coroutine call's slot in the index, before it starts
   if (entry->limit != nullptr) [[unlikely]] {
     invoke_limited(*entry, req);
-    return;
+  } else {
+    entry->invoke(entry->object, *this, req);
   }
-  entry->invoke(entry->object, *this, req);
+  metrics_.end_dispatch();
+}
+
+metrics::method_stats* server_connection::running_call_metrics(std::uint64_t request_id) {
+  if (!metrics_.on()) return nullptr;
+  request_context* ctx = running_.find(request_id);  // a coroutine call answering
+  const handler_entry* entry = ctx == nullptr ? nullptr : core_.find(ctx->function_id());
+  return entry == nullptr ? nullptr : &metrics_.shard()->at(entry->index);
 }
 
 void server_connection::on_control(const protocol::frame_header& h) {
@@ -788,6 +819,7 @@ void server_connection::on_rdma_setup(const protocol::frame_header& h, const cha
 
 void server_connection::switch_to_rdma() {
   stream_.switch_to_rdma(std::move(rdma_next_));  // a TLS session used for the setup is freed
+  metrics_.connection().transport = metrics::transport_kind::rdma;
   mem_.release_tls();
   frames_.read_buffer().clear();
   read_more();
@@ -855,12 +887,14 @@ void server_connection::end_reply(request_context* ctx) {
     pending_.append(access::attachment_view(*ctx));
   }
   protocol::encode_header(h, pending_.at(reply_mark_));
+  metrics_.reply(call_metrics(reply_id_), protocol::header_size + body + attachment);
   reply_open_ = false;
   frame_queued();
 }
 
 void server_connection::reply_error(std::uint64_t request_id, rpc_errc code,
                                     std::string_view message) {
+  metrics::call_recorder::error(call_metrics(request_id), code);
   if (reply_open_) {  // an exception escaped half-way through encoding a reply
     pending_.rollback(reply_mark_);
     reply_open_ = false;
@@ -910,6 +944,7 @@ void server_connection::write_each() {
     return;
   }
   core_.stats.on_write(pending_.frames(), calls, n);
+  metrics_.sent(n);
   pending_.clear();
   if (ec) close();
 }
@@ -918,6 +953,8 @@ void server_connection::call_started(request_context& ctx) noexcept {
   ++in_flight_;
   // The call keeps its request bytes and state.
   request_context_access::memory_charge(ctx) = mem_.take_admitted();
+  request_context_access::arrived(ctx) = read_time_;  // it is being dispatched
+  metrics_.call_started();
   running_.insert(&ctx);  // admit_request refused a duplicate id; dispatch reserved the slot
   request_context_access::limit(ctx) = std::exchange(call_limit_, nullptr);
   if (closed_ || peer_finished_) request_context_access::cancel(ctx);  // nobody reads its reply
@@ -926,6 +963,7 @@ void server_connection::call_started(request_context& ctx) noexcept {
 
 void server_connection::call_finished(request_context& ctx) noexcept {
   --in_flight_;
+  metrics_.call_finished(call_metrics(ctx.request_id()), request_context_access::arrived(ctx));
   running_.erase(&ctx);
   if (method_limit* l = request_context_access::limit(ctx)) l->release();
   mem_.call_done(std::exchange(request_context_access::memory_charge(ctx), 0));
@@ -959,6 +997,7 @@ void server_connection::flush(time_point now) {
 void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   writing_ = false;
   frames_.end_write(n, core_.stats);
+  metrics_.sent(n);
   if (ec) {
     close();
     return;

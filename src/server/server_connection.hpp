@@ -16,6 +16,7 @@
 #include "corvid/protocol/frame_header.hpp"
 
 #include "../memory/server_memory.hpp"
+#include "../metrics/call_recorder.hpp"
 #include "../transport/byte_stream.hpp"
 #include "../transport/frame_stream.hpp"
 #include "running_calls.hpp"
@@ -59,10 +60,14 @@ class server_connection final : public reply_channel {
   bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }
+  const metrics::connection_stats& metrics_connection() const noexcept {
+    return metrics_.connection();
+  }
 
  private:
   // TLS (rpc_server::init_tls): the first byte tells a TLS client from a plaintext one;
-  // the handshake runs before the first read, off the hot path.
+  // the handshake runs before the first read, off the hot path. With http_admin the same
+  // peek tells an HTTP request ("GET ", "HEAD ") from a corvid client; `tls` may be null.
   void begin_tls(std::shared_ptr<const server_tls> tls);
   void on_first_byte(const std::shared_ptr<const server_tls>& tls);
   void handshake(std::shared_ptr<const server_tls> tls);
@@ -152,6 +157,13 @@ class server_connection final : public reply_channel {
     return writing_ && now - write_moved_ >= d;
   }
   void close();
+  // The metrics of the call `request_id` (the one being dispatched, or a running coroutine
+  // call), or null (metrics off, or no such call).
+  metrics::method_stats* call_metrics(std::uint64_t request_id) {
+    metrics::method_stats* s = metrics_.dispatching(request_id);
+    return s != nullptr || !metrics_.on() ? s : running_call_metrics(request_id);
+  }
+  metrics::method_stats* running_call_metrics(std::uint64_t request_id);
   // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
   // armed for the earliest limit and only re-armed when it fires: activity just moves the
   // timestamps below, so the hot path never touches the timer.
@@ -210,6 +222,7 @@ class server_connection final : public reply_channel {
   bool closed_ = false;
   // RDMA (init_ibv): the answered stream, which carries the bytes once the answer is written.
   std::shared_ptr<rdma::rdma_stream> rdma_next_;  // answered, switching after the write
+  metrics::call_recorder metrics_;  // server_config::metrics: this connection's calls and bytes
 };
 
 }  // namespace corvid::detail

@@ -1,6 +1,7 @@
 #pragma once
 // The server's shared state: handler table, reactors, acceptor, connection registry, stop.
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -19,7 +20,10 @@
 #include "corvid/runtime/tls_config.hpp"
 #include "corvid/server/server_config.hpp"
 
+#include "../admin/admin_listener.hpp"
 #include "../memory/server_memory.hpp"
+#include "../metrics/server_metrics.hpp"
+#include "../metrics/snapshot.hpp"
 #include "../transport/stats_counters.hpp"
 #include "method_limit.hpp"
 #include "worker_pool.hpp"
@@ -27,6 +31,7 @@
 namespace corvid::rdma {
 class rdma_context;
 }
+
 namespace asio::ssl {
 class context;
 }
@@ -48,6 +53,7 @@ struct handler_entry {
   bool blocking = false;  // runs on the worker pool (register_blocking_handler)
   // set_method_limit; null = unlimited. Its refused() counts the calls the limit refused.
   std::unique_ptr<method_limit> limit;
+  std::size_t index = 0;  // registration order: the method's slot in the metrics shards
 };
 
 class server_core {
@@ -97,6 +103,15 @@ class server_core {
   // Null when TLS is off. Read once per accepted connection.
   std::shared_ptr<const server_tls> tls() const;
 
+  // Metrics (server_config::metrics): created at start, one shard per reactor; null when off.
+  std::unique_ptr<metrics::server_metrics> metrics;
+  std::size_t reactor_index(const asio::io_context& reactor) const noexcept;
+  bool stopping() const;
+  // Sums the shards and lists the connections (src/admin/server_snapshot.cpp). Any thread.
+  metrics::server_snapshot metrics_snapshot() const;
+  std::atomic<int> admin_sessions{0};         // HTTP admin connections open (src/admin/)
+  std::uint16_t admin_port() const noexcept;  // server_config::admin_address's bound port
+
  private:
   void accept_next();
   void force_close_all();
@@ -110,6 +125,7 @@ class server_core {
   std::string unix_path_;  // the socket file to remove at stop, for unix: endpoints
   std::optional<asio::steady_timer> accept_retry_;
   std::optional<asio::steady_timer> drain_timer_;
+  std::unique_ptr<admin::admin_listener> admin_;  // server_config::admin_address
 
   mutable std::mutex mutex_;  // guards everything below; never taken per request
   std::condition_variable drained_cv_;

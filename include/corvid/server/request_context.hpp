@@ -134,6 +134,8 @@ class request_context {
   detail::method_limit* limit_ = nullptr;
   // A blocking call: cancelled() also reports its deadline (nothing can wake the handler).
   bool deadline_cancels_ = false;
+  // When the request arrived (the server's latency metrics time coroutine calls from it).
+  std::chrono::steady_clock::time_point arrived_{};
 };
 
 namespace detail {
@@ -161,6 +163,9 @@ struct request_context_access {
   }
   static std::size_t& memory_charge(request_context& c) noexcept { return c.memory_charge_; }
   static detail::stream_link*& stream(request_context& c) noexcept { return c.stream_; }
+  static std::chrono::steady_clock::time_point& arrived(request_context& c) noexcept {
+    return c.arrived_;
+  }
 };
 
 }  // namespace detail

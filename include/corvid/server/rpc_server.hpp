@@ -130,6 +130,11 @@ class rpc_server {
   memory_usage memory() const;
   // Starts a new peak (e.g. per benchmark cell) from what is held now.
   void reset_memory_peak() noexcept;
+  // The metrics in the Prometheus text format (what GET /metrics answers with http_admin);
+  // without server_config::metrics, only the server-wide ones.
+  std::string metrics_text() const;
+  // The port server_config::admin_address listens on (0 without one).
+  std::uint16_t admin_port() const noexcept;
 
  private:
   void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn,

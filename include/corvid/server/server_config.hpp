@@ -80,6 +80,16 @@ struct server_config {
   std::size_t worker_queue_bytes = 64u << 20;
   // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
   std::function<void(std::size_t)> on_thread_start;
+
+  // Metrics and the admin pages (README "Operating corvid"). Per-method call counts, errors,
+  // latency histograms and bytes, recorded by each reactor into its own shard.
+  bool metrics = true;
+  // Serve HTTP/1.1 GET /metrics, /status, /connections and /health on the RPC port itself:
+  // a connection whose first bytes are "GET " or "HEAD " is an admin request, not corvid.
+  bool http_admin = false;
+  // The same admin pages on an address of their own, e.g. "127.0.0.1:9100" (port 0 =
+  // ephemeral, rpc_server::admin_port() tells it); empty = none.
+  std::string admin_address;
 };
 
 }  // namespace corvid

@@ -1,4 +1,4 @@
-#include "histogram.hpp"
+#include "metrics/histogram.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace corvid::bench {
+namespace corvid::metrics {
 namespace {
 
 constexpr double percentiles[] = {0, 0.1, 1, 10, 25, 50, 75, 90, 99, 99.9, 99.99, 100};
@@ -162,4 +162,4 @@ TEST(histogram, empty_and_reset) {
 }
 
 }  // namespace
-}  // namespace corvid::bench
+}  // namespace corvid::metrics

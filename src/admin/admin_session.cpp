@@ -1,0 +1,175 @@
+#include "admin_session.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include <asio/steady_timer.hpp>
+#include <asio/write.hpp>
+
+#include "../server/server_core.hpp"
+#include "admin_pages.hpp"
+#include "http_request.hpp"
+
+namespace corvid::admin {
+namespace {
+
+using socket_type = asio::generic::stream_protocol::socket;
+
+// A slow sender gets this long for its whole request head (frame_read_timeout when shorter):
+// a peer dribbling bytes (slowloris) holds a session and its buffer no longer.
+constexpr std::chrono::milliseconds max_request_time{10'000};
+// After the response: how long unread request bytes are drained before the close (closing
+// with them unread would reset the connection and could destroy the response in flight).
+constexpr std::chrono::milliseconds linger{500};
+
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(detail::server_core& core, socket_type socket)
+      : core_(core), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+
+  ~session() {
+    if (buffer_charged_) core_.memory.read_buffers.release(buffer_charge);
+    if (reply_charged_ != 0) core_.memory.queued_replies.release(reply_charged_);
+    if (buffer_charged_ || reply_charged_ != 0) core_.memory.notify();
+    core_.admin_sessions.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  void start() {
+    // The head buffer is charged before it is allocated, like every byte held for a peer.
+    if (!core_.memory.read_buffers.try_reserve(buffer_charge)) {
+      reply(error_response(503, "server at its memory limit"), false);
+      return;
+    }
+    buffer_charged_ = true;
+    buffer_.reserve(buffer_charge);
+    const auto frt = core_.config.frame_read_timeout;
+    timer_.expires_after(frt.count() > 0 ? std::min(frt, max_request_time) : max_request_time);
+    timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+      if (ec || self->responding_) return;
+      self->timed_out_ = true;
+      std::error_code ignored;
+      self->socket_.cancel(ignored);  // the read ends, answered 408
+    });
+    read();
+  }
+
+  // Queues the response and closes after it. Error responses are small and charged by force;
+  // a page is checked against the limit first (respond()).
+  void reply(const http_response& r, bool head_only) {
+    responding_ = true;
+    timer_.cancel();
+    const std::size_t size = serialized_size(r, head_only);
+    core_.memory.queued_replies.reserve(size);
+    reply_charged_ = size;
+    out_ = serialize(r, head_only);
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+                        if (ec) return;
+                        self->finish();
+                      });
+  }
+
+ private:
+  static constexpr std::size_t buffer_charge = max_request_head + 1;
+
+  void read() {
+    const std::size_t have = buffer_.size();
+    buffer_.resize(buffer_charge);
+    socket_.async_read_some(
+        asio::buffer(buffer_.data() + have, buffer_charge - have),
+        [self = shared_from_this(), have](const std::error_code& ec, std::size_t n) {
+          self->buffer_.resize(have + n);
+          self->on_read(ec);
+        });
+  }
+
+  void on_read(const std::error_code& ec) {
+    if (timed_out_) {
+      reply(error_response(408, "request head not received in time"), false);
+      return;
+    }
+    if (ec) return;  // gone: the socket closes with this session
+    http_request req;
+    const parse_result r = parse_http_request(buffer_, req);
+    if (r.status == parse_status::incomplete) {
+      read();
+      return;
+    }
+    if (r.status == parse_status::bad) {
+      reply(error_response(r.error_status, r.reason), false);
+      return;
+    }
+    respond(req);
+  }
+
+  void respond(const http_request& req) {
+    http_response r;
+    if (needs_snapshot(req.path)) {
+      r = route(req, core_.metrics_snapshot(), core_.config);
+    } else {
+      metrics::server_snapshot s;  // /health and unknown paths: no registry lock taken
+      s.serving = !core_.stopping();
+      r = route(req, s, core_.config);
+    }
+    // The page exists already (it was built to be measured): a server at its limit does not
+    // hold it for a peer, it answers 503 instead.
+    const bool head_only = req.method == "HEAD";
+    if (core_.memory.queued_replies.try_reserve(serialized_size(r, head_only))) {
+      core_.memory.queued_replies.release(serialized_size(r, head_only));  // reply() charges it
+    } else {
+      r = error_response(503, "server at its memory limit");
+    }
+    reply(r, head_only);
+  }
+
+  void finish() {
+    std::error_code ignored;
+    socket_.shutdown(socket_type::shutdown_send, ignored);
+    timer_.expires_after(linger);
+    timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+      if (ec) return;
+      std::error_code e;
+      self->socket_.close(e);
+    });
+    drain();
+  }
+
+  void drain() {
+    socket_.async_read_some(asio::buffer(scratch_),
+                            [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+                              if (!ec) {
+                                self->drain();
+                                return;
+                              }
+                              self->timer_.cancel();  // EOF: the peer has the response
+                            });
+  }
+
+  detail::server_core& core_;
+  socket_type socket_;
+  asio::steady_timer timer_;
+  std::string buffer_;
+  std::string out_;
+  char scratch_[512];
+  static std::size_t serialized_size(const http_response& r, bool head_only) {
+    return 256 + r.content_type.size() + (head_only ? 0 : r.body.size());  // head <= 256 + type
+  }
+  bool buffer_charged_ = false;    // the head buffer, to read_buffers
+  std::size_t reply_charged_ = 0;  // the response, to queued_replies
+  bool timed_out_ = false;
+  bool responding_ = false;
+};
+
+}  // namespace
+
+void serve(detail::server_core& core, socket_type socket) {
+  auto s = std::make_shared<session>(core, std::move(socket));
+  if (core.admin_sessions.fetch_add(1, std::memory_order_relaxed) >= max_admin_sessions) {
+    s->reply(error_response(503, "too many admin connections"), false);
+    return;
+  }
+  s->start();
+}
+
+}  // namespace corvid::admin

@@ -1,0 +1,223 @@
+#include "prometheus_text.hpp"
+
+#include <cstdio>
+
+namespace corvid::metrics {
+namespace {
+
+// Histogram bounds in seconds (le), from 1 us to 10 s. A fine bucket counts towards a bound
+// when all its values are within it; the fine buckets are <= 1/64 of their value wide, so a
+// bound's count is off by at most the calls within 1.6% below it.
+constexpr double le_bounds[] = {1e-6, 2.5e-6, 5e-6,   1e-5, 2.5e-5, 5e-5,   1e-4, 2.5e-4,
+                                5e-4, 1e-3,   2.5e-3, 5e-3, 1e-2,   2.5e-2, 5e-2, 0.1,
+                                0.25, 0.5,    1.0,    2.5,  5.0,    10.0};
+
+class writer {
+ public:
+  explicit writer(std::string& out) : out_(out) {}
+  void family(const char* name, const char* type, const char* help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;  // constant texts, no \ or newline to escape
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  // name{k1="v1",k2="v2"} value
+  void sample(std::string_view name,
+              std::initializer_list<std::pair<const char*, std::string_view>> labels,
+              double value) {
+    out_ += name;
+    if (labels.size() != 0) {
+      out_ += '{';
+      bool first = true;
+      for (const auto& [k, v] : labels) {
+        if (!first) out_ += ',';
+        first = false;
+        out_ += k;
+        out_ += "=\"";
+        out_ += escape_label(v);
+        out_ += '"';
+      }
+      out_ += '}';
+    }
+    out_ += ' ';
+    number(value);
+    out_ += '\n';
+  }
+  void number(double v) {
+    char buf[64];
+    // Integers exactly (counters up to 2^53), fractions with enough digits to round-trip.
+    if (v == static_cast<double>(static_cast<std::int64_t>(v)) && v < 9.0e15 && v > -9.0e15) {
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    } else {
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+    }
+    out_ += buf;
+  }
+
+ private:
+  std::string& out_;
+};
+
+void memory_tree(writer& w, const memory_usage& node, const std::string& path, bool gauge_limit) {
+  const std::string here = path.empty() ? node.name : path + "/" + node.name;
+  if (gauge_limit) {
+    if (node.limit != unlimited_memory) {
+      w.sample("corvid_server_memory_limit_bytes", {{"tracker", here}},
+               static_cast<double>(node.limit));
+    }
+  } else {
+    w.sample("corvid_server_memory_bytes", {{"tracker", here}}, static_cast<double>(node.current));
+  }
+  for (const memory_usage& c : node.children) memory_tree(w, c, here, gauge_limit);
+}
+
+}  // namespace
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string prometheus_text(const server_snapshot& s) {
+  std::string out;
+  out.reserve(4096 + s.methods.size() * 4096);
+  writer w(out);
+  auto d = [](std::uint64_t v) {
+    return static_cast<double>(v);
+  };
+
+  w.family("corvid_server_calls_total", "counter", "Requests dispatched to a handler, by method.");
+  for (const auto& m : s.methods)
+    w.sample("corvid_server_calls_total", {{"method", m.name}}, d(m.calls));
+
+  w.family("corvid_server_errors_total", "counter",
+           "Calls answered with an error, by method and rpc_errc name.");
+  for (const auto& m : s.methods) {
+    for (std::size_t c = 1; c < errc_count; ++c) {
+      if (m.errors[c] == 0) continue;
+      w.sample("corvid_server_errors_total",
+               {{"method", m.name}, {"code", to_string(static_cast<rpc_errc>(c))}}, d(m.errors[c]));
+    }
+  }
+
+  w.family("corvid_server_call_duration_seconds", "histogram",
+           "From a request's arrival to its reply queued, by method.");
+  for (const auto& m : s.methods) {
+    if (m.calls == 0 && m.latency_count == 0) continue;
+    std::size_t b = 0;
+    std::uint64_t cumulative = 0;
+    char le[32];
+    for (double bound : le_bounds) {
+      const auto bound_ns = static_cast<std::uint64_t>(bound * 1e9 + 0.5);
+      while (b < m.buckets.size() && latency_histogram::bucket_high(b) <= bound_ns) {
+        cumulative += m.buckets[b++];
+      }
+      std::snprintf(le, sizeof le, "%g", bound);
+      w.sample("corvid_server_call_duration_seconds_bucket", {{"method", m.name}, {"le", le}},
+               d(cumulative));
+    }
+    w.sample("corvid_server_call_duration_seconds_bucket", {{"method", m.name}, {"le", "+Inf"}},
+             d(m.latency_count));
+    w.sample("corvid_server_call_duration_seconds_sum", {{"method", m.name}},
+             static_cast<double>(m.latency_sum_ns) / 1e9);
+    w.sample("corvid_server_call_duration_seconds_count", {{"method", m.name}}, d(m.latency_count));
+  }
+
+  w.family("corvid_server_requests_in_flight", "gauge",
+           "Requests dispatched and not yet answered, by method.");
+  for (const auto& m : s.methods) {
+    w.sample("corvid_server_requests_in_flight", {{"method", m.name}}, d(m.in_flight()));
+  }
+  w.family("corvid_server_request_bytes_total", "counter",
+           "Request payload bytes (arguments and attachment), by method.");
+  for (const auto& m : s.methods) {
+    w.sample("corvid_server_request_bytes_total", {{"method", m.name}}, d(m.request_bytes));
+  }
+  w.family("corvid_server_reply_bytes_total", "counter",
+           "Success reply frame bytes (header, result and attachment), by method.");
+  for (const auto& m : s.methods) {
+    w.sample("corvid_server_reply_bytes_total", {{"method", m.name}}, d(m.reply_bytes));
+  }
+
+  w.family("corvid_server_connections", "gauge", "Open connections, by transport.");
+  std::uint64_t by_transport[transport_count] = {};
+  for (const auto& c : s.connections) ++by_transport[static_cast<std::size_t>(c.transport)];
+  for (std::size_t t = 0; t < transport_count; ++t) {
+    w.sample("corvid_server_connections",
+             {{"transport", to_string(static_cast<transport_kind>(t))}}, d(by_transport[t]));
+  }
+
+  w.family("corvid_server_memory_bytes", "gauge",
+           "Bytes charged to each memory tracker (rpc_server::memory()), by tracker path.");
+  memory_tree(w, s.memory, "", false);
+  w.family("corvid_server_memory_limit_bytes", "gauge", "Limit of each bounded memory tracker.");
+  memory_tree(w, s.memory, "", true);
+
+  struct plain {
+    const char* name;
+    const char* help;
+    std::uint64_t value;
+  };
+  const transport_stats& t = s.transport;
+  const plain counters[] = {
+      {"corvid_server_bytes_received_total", "Bytes read from all connections.", t.bytes_received},
+      {"corvid_server_bytes_sent_total", "Bytes written to all connections.", t.bytes_sent},
+      {"corvid_server_frames_received_total", "Frames received.", t.frames_received},
+      {"corvid_server_frames_sent_total", "Frames sent.", t.frames_sent},
+      {"corvid_server_read_syscalls_total", "Socket reads.", t.read_syscalls},
+      {"corvid_server_write_syscalls_total", "Socket writes.", t.write_syscalls},
+      {"corvid_server_calls_cancelled_total", "Calls cancelled by their client.",
+       t.calls_cancelled},
+      {"corvid_server_dead_peer_closes_total", "Connections closed as dead peers.",
+       t.dead_peer_closes},
+      {"corvid_server_rdma_sends_total", "RDMA SEND work requests posted.", t.rdma_sends},
+      {"corvid_server_rdma_receives_total", "RDMA receive completions.", t.rdma_receives},
+      {"corvid_server_rdma_errors_total", "Failed RDMA work requests.", t.rdma_errors},
+      {"corvid_server_rdma_rnr_errors_total", "RDMA receiver-not-ready retries exhausted.",
+       t.rdma_rnr_errors},
+  };
+  for (const plain& p : counters) {
+    w.family(p.name, "counter", p.help);
+    w.sample(p.name, {}, d(p.value));
+  }
+  if (s.has_rdma) {
+    const rdma_pool_row& p = s.rdma_pool;
+    w.family("corvid_server_rdma_chunks", "gauge",
+             "Registered RDMA chunks, held by connections (in_use) or kept free (cached).");
+    w.sample("corvid_server_rdma_chunks", {{"state", "in_use"}}, d(p.chunks_in_use));
+    w.sample("corvid_server_rdma_chunks", {{"state", "cached"}}, d(p.chunks_cached));
+    w.family("corvid_server_rdma_registered_bytes", "gauge",
+             "Memory registered with the RDMA device by the chunk pool.");
+    w.sample("corvid_server_rdma_registered_bytes", {}, d(p.registered_bytes));
+    w.family("corvid_server_rdma_registered_limit_bytes", "gauge",
+             "The chunk pool's watermark (ibv_config).");
+    w.sample("corvid_server_rdma_registered_limit_bytes", {}, d(p.watermark));
+    w.family("corvid_server_rdma_chunk_refusals_total", "counter",
+             "Chunk requests refused at the watermark.");
+    w.sample("corvid_server_rdma_chunk_refusals_total", {}, d(p.refusals));
+  }
+  w.family("corvid_server_uptime_seconds", "gauge", "Seconds since the server started.");
+  w.sample("corvid_server_uptime_seconds", {}, s.uptime_seconds);
+  w.family("corvid_server_serving", "gauge", "1 while serving, 0 once stop() began.");
+  w.sample("corvid_server_serving", {}, s.serving ? 1 : 0);
+  return out;
+}
+
+}  // namespace corvid::metrics

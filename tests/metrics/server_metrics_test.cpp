@@ -1,0 +1,113 @@
+// A real server's metrics: calls over loopback, then the exposition (also parsed by
+// prometheus_client's own text parser).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "corvid/protocol/function_id.hpp"
+
+#include "test_support.hpp"
+#include <sys/wait.h>
+
+namespace corvid_test {
+namespace {
+
+int not_registered(int x) { return x; }
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+std::string name_of_echo() { return std::string(corvid::protocol::function_name<echo>()); }
+
+void make_calls(const std::string& ep) {
+  corvid::sync_wait([](std::string endpoint) -> corvid::task<void> {
+    corvid::rpc_client client;
+    EXPECT_FALSE(co_await client.connect(endpoint));
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE((co_await client.call<echo>("hello")).has_value());
+    for (int i = 0; i < 2; ++i) EXPECT_EQ((co_await client.call<add>(1, 2)).value_or(0), 3);
+    EXPECT_EQ((co_await client.call<sleepy>(20)).value_or(0), 20);
+    EXPECT_FALSE((co_await client.call<fail_always>(1)).has_value());
+    EXPECT_FALSE((co_await client.call<not_registered>(1)).has_value());
+  }(ep));
+}
+
+TEST(server_metrics, counts_calls_errors_latency_and_bytes_per_method) {
+  test_server srv;
+  make_calls(srv.endpoint());
+  const std::string t = srv.server().metrics_text();
+  const std::string e = name_of_echo();
+  const std::string a(corvid::protocol::function_name<add>());
+  const std::string f(corvid::protocol::function_name<fail_always>());
+  const std::string s(corvid::protocol::function_name<sleepy>());
+  EXPECT_TRUE(has_line(t, "corvid_server_calls_total{method=\"" + e + "\"} 3")) << t;
+  EXPECT_TRUE(has_line(t, "corvid_server_calls_total{method=\"" + a + "\"} 2")) << t;
+  EXPECT_TRUE(has_line(t, "corvid_server_call_duration_seconds_count{method=\"" + e + "\"} 3"))
+      << t;
+  // Coroutine calls are timed by their end.
+  EXPECT_TRUE(has_line(t, "corvid_server_call_duration_seconds_count{method=\"" + a + "\"} 2"))
+      << t;
+  EXPECT_TRUE(
+      has_line(t, "corvid_server_call_duration_seconds_bucket{method=\"" + s + "\",le=\"0.01\"} 0"))
+      << t;  // slept 20 ms
+  EXPECT_TRUE(
+      has_line(t,
+               "corvid_server_call_duration_seconds_bucket{method=\"" + s + "\",le=\"0.025\"} 1") ||
+      has_line(t, "corvid_server_call_duration_seconds_bucket{method=\"" + s + "\",le=\"0.05\"} 1"))
+      << t;
+  EXPECT_TRUE(
+      has_line(t, "corvid_server_errors_total{method=\"" + f + "\",code=\"handler_error\"} 1"))
+      << t;
+  EXPECT_TRUE(
+      has_line(t, "corvid_server_errors_total{method=\"(none)\",code=\"function_not_found\"} 1"))
+      << t;
+  EXPECT_TRUE(has_line(t, "corvid_server_requests_in_flight{method=\"" + e + "\"} 0")) << t;
+  // "hello" encodes as a 1-byte length and 5 bytes; each reply frame adds a 32-byte header.
+  EXPECT_TRUE(has_line(t, "corvid_server_request_bytes_total{method=\"" + e + "\"} 18")) << t;
+  EXPECT_TRUE(has_line(t, "corvid_server_reply_bytes_total{method=\"" + e + "\"} 114")) << t;
+  EXPECT_EQ(t.find("corvid_server_errors_total{method=\"" + e + "\""), std::string::npos) << t;
+  EXPECT_NE(t.find("corvid_server_memory_bytes{tracker=\"server\"}"), std::string::npos) << t;
+}
+
+TEST(server_metrics, connections_by_transport) {
+  test_server srv;
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
+  EXPECT_TRUE(eventually([&] {
+    return has_line(srv.server().metrics_text(), "corvid_server_connections{transport=\"tcp\"} 1");
+  })) << srv.server().metrics_text();
+}
+
+TEST(server_metrics, off_records_nothing_per_method) {
+  auto cfg = test_server::make_config();
+  cfg.metrics = false;
+  test_server srv(cfg);
+  make_calls(srv.endpoint());
+  const std::string t = srv.server().metrics_text();
+  EXPECT_EQ(t.find("corvid_server_calls_total{"), std::string::npos) << t;
+  EXPECT_NE(t.find("corvid_server_bytes_received_total "), std::string::npos) << t;
+}
+
+TEST(server_metrics, exposition_parses_with_prometheus_client) {
+  const std::string python = CORVID_SYSTEM_PYTHON;
+  if (!std::filesystem::exists(python)) GTEST_SKIP() << "no /usr/bin/python3";
+  test_server srv;
+  make_calls(srv.endpoint());
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("corvid-metrics-" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(path) << srv.server().metrics_text();
+  const std::string cmd =
+      python + " " + CORVID_PARSE_EXPOSITION + " " + path.string() + " '" + name_of_echo() + "'";
+  const int rc = std::system(cmd.c_str());
+  std::filesystem::remove(path);
+  ASSERT_TRUE(WIFEXITED(rc));
+  if (WEXITSTATUS(rc) == 77) {
+    GTEST_SKIP() << "python3-prometheus-client is not installed (scripts/setup installs it)";
+  }
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << cmd;
+}
+
+}  // namespace
+}  // namespace corvid_test
