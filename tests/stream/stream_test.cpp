@@ -327,4 +327,38 @@ TEST(streams, a_thousand_streams_interleave_with_unary_calls_on_one_connection) 
   EXPECT_EQ(corvid::sync_wait(run()), streams);
 }
 
+TEST(streams, through_a_client_pool_and_a_load_balancer) {
+  stream_server a, b;
+  auto pool = corvid::client_pool::create(a.endpoint(), {});
+  auto lb = corvid::load_balancer::create({{a.endpoint()}, {b.endpoint()}});
+  auto run = [&]() -> corvid::task<std::string> {
+    auto s = co_await pool->stream<count_to>(4);
+    if (!s) co_return "pool stream: " + s.error().message();
+    int n = 0;
+    while (auto v = co_await s->next()) n += *v;
+    if (n != 10 || s->error()) co_return "pool stream: wrong items";
+    auto up = co_await pool->open_stream<upload>();
+    if (!up) co_return "pool upload: " + up.error().message();
+    co_await up->write("12345");
+    auto total = co_await up->finish();
+    if (!total || *total != 5) co_return "pool upload: wrong result";
+    for (int i = 0; i < 4; ++i) {  // both endpoints take streams
+      auto c = co_await lb->open_stream<chat>();
+      if (!c) co_return "balancer chat: " + c.error().message();
+      co_await c->write("hi");
+      auto r = co_await c->next();
+      if (!r || *r != "re: hi") co_return "balancer chat: wrong answer";
+      c->close_writes();
+      if (co_await c->next() || c->error()) co_return "balancer chat: no clean end";
+      auto ls = co_await lb->stream<count_to>(2);
+      if (!ls) co_return "balancer stream: " + ls.error().message();
+      while (co_await ls->next()) {
+      }
+      if (ls->error()) co_return "balancer stream: " + ls->error().message();
+    }
+    co_return "";
+  };
+  EXPECT_EQ(corvid::sync_wait(run()), "");
+}
+
 }  // namespace

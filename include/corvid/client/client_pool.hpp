@@ -80,6 +80,20 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
     if (!l) co_return unexpected(std::move(l).error());
     co_return co_await l->client->template send_request<F>(std::move(args)...);
   }
+  // Streams on a pooled connection; a stream stays on the connection it opened on (its
+  // reader or writer keeps that connection alive until the stream ends).
+  template <auto F, class... Args>
+  task<expected<stream_reader_t<F>, rpc_error>> stream(Args... args) {
+    auto l = co_await acquire();
+    if (!l) co_return unexpected(std::move(l).error());
+    co_return co_await l->client->template stream<F>(std::move(args)...);
+  }
+  template <auto F, class... Args>
+  task<expected<open_stream_t<F>, rpc_error>> open_stream(Args... args) {
+    auto l = co_await acquire();
+    if (!l) co_return unexpected(std::move(l).error());
+    co_return co_await l->client->template open_stream<F>(std::move(args)...);
+  }
   // The seed's form: `fn(client_reuse_hint, rpc_client&)` returns what rpc_client's
   // send_request returns; yields the async_reply (or the error of getting a connection).
   template <class Fn>

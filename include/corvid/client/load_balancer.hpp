@@ -73,6 +73,18 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
         [&](client_pool& p) { return p.template call_with<F>(options, std::move(args)...); });
   }
 
+  // Streams, opened on the endpoint the policy picks (a failure to open counts against it).
+  template <auto F, class... Args>
+  task<expected<stream_reader_t<F>, rpc_error>> stream(Args... args) {
+    co_return co_await routed<expected<stream_reader_t<F>, rpc_error>>(
+        [&](client_pool& p) { return p.template stream<F>(std::move(args)...); });
+  }
+  template <auto F, class... Args>
+  task<expected<open_stream_t<F>, rpc_error>> open_stream(Args... args) {
+    co_return co_await routed<expected<open_stream_t<F>, rpc_error>>(
+        [&](client_pool& p) { return p.template open_stream<F>(std::move(args)...); });
+  }
+
   std::vector<lb_endpoint_stats> stats() const;
 
  private:

@@ -41,6 +41,19 @@ struct call_options {
   std::string_view attachment;            // raw bytes sent beside the arguments
 };
 
+// What co_await stream<F>(...) and open_stream<F>(...) yield (for pools and balancers).
+template <auto F>
+using stream_reader_t = stream_reader<
+    typename detail::owning<typename detail::function_traits<decltype(F)>::out_item>::type>;
+template <auto F>
+using open_stream_t = std::conditional_t<
+    detail::function_traits<decltype(F)>::streams_out,
+    duplex_stream<typename detail::function_traits<decltype(F)>::in_item,
+                  typename detail::owning<
+                      typename detail::function_traits<decltype(F)>::out_item>::type>,
+    stream_writer<typename detail::function_traits<decltype(F)>::in_item,
+                  detail::client_result_t<F>>>;
+
 // The type send_request<F> yields, for storing pending replies (e.g. in a vector).
 template <auto F>
 using async_reply_t = async_reply<detail::call_state<detail::client_result_t<F>, false>>;
