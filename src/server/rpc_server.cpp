@@ -98,7 +98,7 @@ rpc_error server_core::async_start() {
     if (started_) return {rpc_errc::invalid_argument, "server already started"};
     started_ = true;
   }
-  pool_ = std::make_unique<io_pool>(config.io_threads, config.on_thread_start);
+  pool_ = std::make_unique<io_pool>(config.io_threads, config.on_thread_start, config.busy_poll);
   std::error_code ec;
   asio::generic::stream_protocol::endpoint ep;
   if (is_unix_endpoint(config.address)) {
