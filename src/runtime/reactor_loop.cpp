@@ -1,6 +1,7 @@
 #include "reactor_loop.hpp"
 
 #include <chrono>
+#include <thread>
 
 namespace corvid::detail {
 namespace {
@@ -16,7 +17,12 @@ void spin(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns) {
       last_work = clock::now();
       continue;
     }
-    if (clock::now() - last_work < std::chrono::nanoseconds(budget)) continue;
+    if (clock::now() - last_work < std::chrono::nanoseconds(budget)) {
+      // Nothing ready: let another runnable thread of this core go first (the peer this
+      // reactor waits for may be it); with the core to itself, this returns at once.
+      std::this_thread::yield();
+      continue;
+    }
     // Idle for the whole budget: sleep in the kernel until one handler has run, then spin
     // again, since a handler that ran usually means more traffic is coming.
     if (ctx.run_one() == 0) return;
