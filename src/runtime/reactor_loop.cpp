@@ -6,6 +6,10 @@
 namespace corvid::detail {
 namespace {
 
+// How long a spinning reactor with nothing to do spins before it starts yielding its core:
+// longer than a loopback round trip's server side, so an answer due soon is not delayed.
+constexpr std::chrono::microseconds yield_after{50};
+
 // Spins while `budget_ns` > 0; returns when ctx is stopped or busy-poll was switched off.
 void spin(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns) {
   using clock = std::chrono::steady_clock;
@@ -17,10 +21,13 @@ void spin(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns) {
       last_work = clock::now();
       continue;
     }
-    if (clock::now() - last_work < std::chrono::nanoseconds(budget)) {
-      // Nothing ready: let another runnable thread of this core go first (the peer this
-      // reactor waits for may be it); with the core to itself, this returns at once.
-      std::this_thread::yield();
+    const auto idle = clock::now() - last_work;
+    if (idle < std::chrono::nanoseconds(budget)) {
+      // Idle for a while: let another runnable thread of this core go first, in case it is
+      // the peer this reactor waits for (both ends spinning on one core otherwise each
+      // burn a whole time slice per hop). Not at once: on a core shared with unrelated
+      // work, every yield hands it a slice, so a reply due within microseconds would wait.
+      if (idle > yield_after) std::this_thread::yield();
       continue;
     }
     // Idle for the whole budget: sleep in the kernel until one handler has run, then spin
