@@ -8,5 +8,6 @@ int run_pipeline_experiment(const options& o);  // seed 001
 int run_coalesce_experiment(const options& o);  // seed 002
 int run_reactors_experiment(const options& o);  // seed 003
 int run_stream_experiment(const options& o);    // streams vs unary calls
+int run_latency_experiment(const options& o);   // issue 17: busy-poll vs sockperf (latency.cpp)
 
 }  // namespace corvid::bench

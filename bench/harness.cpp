@@ -25,9 +25,10 @@ bool pin_to_cpu(int cpu) {
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
                                                bool coalesce, std::string& error,
                                                const ibv_config* rdma, const tls_config* tls,
-                                               bool metrics) {
+                                               bool metrics, std::chrono::microseconds busy_poll) {
   server_config cfg;
   cfg.metrics = metrics;
+  cfg.busy_poll = busy_poll;
   cfg.io_threads = static_cast<std::size_t>(threads);
   cfg.coalesce_writes = coalesce;
   if (listen.starts_with("unix:")) {
@@ -81,7 +82,7 @@ harness::harness(const harness_config& cfg) {
     std::string error;
     server_ = start_bench_server(listen, cfg.server_threads, cfg.pin, cfg.server_coalesce, error,
                                  cfg.transport == "rdma" ? &cfg.rdma : nullptr,
-                                 server_tls ? &*server_tls : nullptr);
+                                 server_tls ? &*server_tls : nullptr, true, cfg.busy_poll);
     if (!server_) throw std::runtime_error("server: " + error);
     endpoint_ = cfg.transport == "uds" ? listen : "127.0.0.1:" + std::to_string(server_->port());
   }
@@ -96,6 +97,7 @@ harness::harness(const harness_config& cfg) {
     pc.client.request_timeout = std::chrono::milliseconds(60000);
     pc.client.max_queued_request_bytes = cfg.client_queue;
     pc.client.tls = client_tls;
+    pc.client.busy_poll = cfg.busy_poll;
     pool_ = client_pool::create(endpoint_, pc);
     return;
   }
@@ -106,6 +108,7 @@ harness::harness(const harness_config& cfg) {
     cc.request_timeout = std::chrono::milliseconds(60000);
     cc.max_queued_request_bytes = cfg.client_queue;
     cc.tls = client_tls;
+    cc.busy_poll = cfg.busy_poll;
     auto c = std::make_unique<rpc_client>(cc);
     if (cfg.transport == "rdma") {
       if (auto ec = c->init_ibv(cfg.rdma)) throw std::runtime_error("init_ibv: " + ec.message());

@@ -1,6 +1,7 @@
 #pragma once
 // A server (in this process, unless connecting to another) plus connected clients on their
 // own reactor pool, with server and client reactors pinned to different cores.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct harness_config {
   std::size_t client_queue = client_config{}.max_queued_request_bytes;
   bool server_coalesce = true;
   bool client_coalesce = true;
+  std::chrono::microseconds busy_poll{0};  // server and client reactors (0 = off)
 };
 
 class harness {
@@ -53,7 +55,7 @@ bool pin_to_cpu(int cpu);
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
                                                bool coalesce, std::string& error,
                                                const ibv_config* rdma = nullptr,
-                                               const tls_config* tls = nullptr,
-                                               bool metrics = true);
+                                               const tls_config* tls = nullptr, bool metrics = true,
+                                               std::chrono::microseconds busy_poll = {});
 
 }  // namespace corvid::bench

@@ -19,10 +19,14 @@ namespace {
 void print_machine(const options& o) {
   std::printf(
       "corvid-bench %s: transport %s, %d io thread(s) per side, %d connection(s), "
-      "%.1f s per cell (+%.1f s warm-up), reply %s%s, %u cores\n\n",
+      "%.1f s per cell (+%.1f s warm-up), reply %s%s%s, %u cores\n\n",
       o.command.c_str(), (o.transport + (o.tls ? "+tls" : "")).c_str(), o.threads, o.connections,
       o.duration, o.warmup, o.echo ? "= payload (echo)" : format_size(o.response_size).c_str(),
-      o.pin ? ", reactors pinned" : "", std::thread::hardware_concurrency());
+      o.pin ? ", reactors pinned" : "",
+      o.busy_poll.count() > 0
+          ? (", busy-poll " + std::to_string(o.busy_poll.count()) + " us").c_str()
+          : "",
+      std::thread::hardware_concurrency());
 }
 
 int write_outputs(const options& o, const std::vector<cell_result>& cells) {
@@ -56,6 +60,7 @@ int run_grid(const options& o) {
   hc.pool = o.pool;
   hc.pin = o.pin;
   hc.client_queue = o.client_queue;
+  hc.busy_poll = o.busy_poll;
   harness h(hc);
   print_machine(o);
   std::vector<cell_result> cells;
@@ -97,9 +102,9 @@ int run_server(const options& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::string error;
   const ibv_config rdma = rdma_config(o);
-  auto server =
-      start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin, true,
-                         error, o.transport == "rdma" ? &rdma : nullptr, nullptr, o.metrics);
+  auto server = start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin,
+                                   true, error, o.transport == "rdma" ? &rdma : nullptr, nullptr,
+                                   o.metrics, o.busy_poll);
   if (!server) {
     std::fprintf(stderr, "corvid-bench server: %s\n", error.c_str());
     return 1;
@@ -133,6 +138,7 @@ int main(int argc, char** argv) {
     if (o.command == "reactors") return run_reactors_experiment(o);
     if (o.command == "idle") return run_idle_experiment(o);
     if (o.command == "stream") return run_stream_experiment(o);
+    if (o.command == "latency") return run_latency_experiment(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corvid-bench: %s\n", e.what());
     return 1;

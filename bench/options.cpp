@@ -21,6 +21,8 @@ commands:
   reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections
   idle        user-space bytes per idle server connection (--connections N, default 10000)
   stream      server-streamed items (128B, 4K, 1M; 1 and 64 streams) vs unary calls
+  latency     c=1 P50/P99, busy-poll off vs on, beside sockperf's blocking and spinning
+              round trips (first --sizes entry, echoed; --rounds interleaved, median)
 
 options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides
@@ -43,6 +45,10 @@ options:
   --no-pin                 do not pin server/client reactors to separate cores
   --client-queue BYTES     clients' max_queued_request_bytes (default 64M; 0 = unlimited)
   --calls N                calls per mode in `pipeline` (default 20000)
+  --busy-poll US           reactors spin up to US microseconds before sleeping (default 0 =
+                           off; `latency`: the budget of its "on" rows, default 1000)
+  --rounds N               `latency`: interleaved rounds (default 3)
+  --no-sockperf            `latency`: skip the sockperf rows
   --csv FILE --json FILE --plot FILE.png
 )";
 
@@ -149,6 +155,15 @@ options parse_options(int argc, char** argv) {
       o.pin = false;
     } else if (a == "--calls") {
       o.calls = std::atoi(value("--calls").c_str());
+    } else if (a == "--busy-poll") {
+      const long us = std::atol(value("--busy-poll").c_str());
+      if (us < 0) fail("--busy-poll must be >= 0 microseconds");
+      o.busy_poll = std::chrono::microseconds(us);
+    } else if (a == "--rounds") {
+      o.rounds = std::atoi(value("--rounds").c_str());
+      if (o.rounds < 1) fail("--rounds must be positive");
+    } else if (a == "--no-sockperf") {
+      o.sockperf = false;
     } else if (a == "--csv") {
       o.csv = value("--csv");
     } else if (a == "--json") {

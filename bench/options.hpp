@@ -1,5 +1,6 @@
 #pragma once
 // corvid-bench's command line.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,7 +12,8 @@
 namespace corvid::bench {
 
 struct options {
-  std::string command = "grid";   // grid | server | client | pipeline | coalesce | reactors
+  std::string command =
+      "grid";  // grid | server | client | pipeline | coalesce | reactors | latency
   std::string transport = "tcp";  // tcp | uds | rdma
   bool tls = false;               // TLS on tcp/uds, with certificates made at run time
   std::string rdma_provider;      // rdma: "soft", "ibverbs", "" = $CORVID_VERBS_PROVIDER
@@ -35,6 +37,11 @@ struct options {
   std::size_t client_queue = client_config{}.max_queued_request_bytes;
   std::string csv, json, plot;
   int calls = 20000;  // pipeline experiment
+  // server_config/client_config::busy_poll of the bench's server and clients (0 = off);
+  // `latency` compares off with this budget (default there: 1000 us).
+  std::chrono::microseconds busy_poll{0};
+  bool sockperf = true;  // latency: also run sockperf (--no-sockperf skips it)
+  int rounds = 3;        // latency: interleaved rounds, the median is reported
 };
 
 // The ibv_config --transport rdma uses: --rdma-provider/-device/-port/-gid-index over the

@@ -30,14 +30,20 @@ std::string split_endpoint(std::string_view ep, std::string& host, std::string& 
   return {};
 }
 
+// The client's pool, switched to busy-poll first if the client asks for it.
+io_pool& reactors_for(const client_config& config) {
+  io_pool& pool = config.pool != nullptr ? *config.pool : io_pool::default_pool();
+  if (config.busy_poll.count() > 0) pool.raise_busy_poll(config.busy_poll);
+  return pool;
+}
+
 }  // namespace
 
 rpc_client::rpc_client() : rpc_client(client_config{}) {}
 
 rpc_client::rpc_client(client_config config)
     : config_(config),
-      conn_(std::make_shared<detail::client_connection>(
-          (config.pool != nullptr ? *config.pool : io_pool::default_pool()).next(), config)) {}
+      conn_(std::make_shared<detail::client_connection>(reactors_for(config).next(), config)) {}
 
 rpc_client::~rpc_client() { conn_->close("client destroyed"); }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "reactor_loop.hpp"
 #include <openssl/crypto.h>
 #include <openssl/ssl.h>
 
@@ -14,7 +15,9 @@ thread_local asio::io_context* this_reactor = nullptr;
 
 asio::io_context* current_reactor() noexcept { return this_reactor; }
 
-io_pool::io_pool(std::size_t threads, thread_start_hook on_start) {
+io_pool::io_pool(std::size_t threads, thread_start_hook on_start,
+                 std::chrono::nanoseconds busy_poll)
+    : busy_poll_ns_(std::max<std::int64_t>(0, busy_poll.count())) {
   // Reactors run TLS, and OpenSSL keeps per-thread state (its error queue) that a thread
   // frees with OPENSSL_thread_stop() as it ends. OpenSSL is initialised here, before the
   // pool exists, so its exit-time cleanup runs after a static pool's destructor has joined
@@ -29,20 +32,25 @@ io_pool::io_pool(std::size_t threads, thread_start_hook on_start) {
     reactors_.push_back(std::move(r));
   }
   for (std::size_t i = 0; i < reactors_.size(); ++i) {
-    reactors_[i]->thread = std::thread([ctx = &reactors_[i]->ctx, i, on_start] {
+    reactors_[i]->thread = std::thread([this, ctx = &reactors_[i]->ctx, i, on_start] {
       this_reactor = ctx;
       if (on_start) on_start(i);
       // A handler that throws is a bug in corvid or in user code resumed inline; report it
-      // and keep the reactor alive so every other connection keeps being served.
+      // and keep the reactor alive so every other connection keeps being served. The loop
+      // also returns when raise_busy_poll stops the context to switch it into spinning.
       for (;;) {
         try {
-          ctx->run();
-          break;
+          detail::run_reactor(*ctx, busy_poll_ns_);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "corvid: exception escaped a reactor handler: %s\n", e.what());
         } catch (...) {
           std::fprintf(stderr, "corvid: unknown exception escaped a reactor handler\n");
         }
+        if (stopping_.load()) break;
+        ctx->restart();
+        // Checked again after restart(): a stop() that came between the check above and the
+        // restart has had its ctx.stop() undone, but not its flag.
+        if (stopping_.load()) break;
       }
       this_reactor = nullptr;
       ::OPENSSL_thread_stop();
@@ -52,6 +60,19 @@ io_pool::io_pool(std::size_t threads, thread_start_hook on_start) {
 
 io_pool::~io_pool() { stop(); }
 
+void io_pool::raise_busy_poll(std::chrono::nanoseconds budget) {
+  const std::int64_t want = budget.count();
+  std::int64_t had = busy_poll_ns_.load();
+  while (want > had && !busy_poll_ns_.compare_exchange_weak(had, want)) {
+  }
+  // Reactors without a budget sit in run(), which never looks at it: stop their contexts so
+  // they come out and restart in the spinning loop (pending handlers are kept). Those already
+  // spinning read the new budget on their next pass.
+  if (had == 0 && want > 0) {
+    for (auto& r : reactors_) r->ctx.stop();
+  }
+}
+
 asio::io_context& io_pool::next() noexcept {
   return reactors_[next_.fetch_add(1, std::memory_order_relaxed) % reactors_.size()]->ctx;
 }
@@ -60,6 +81,7 @@ void io_pool::stop() {
   std::lock_guard lk(stop_mutex_);
   if (stopped_) return;
   stopped_ = true;
+  stopping_.store(true);
   for (auto& r : reactors_) {
     r->guard.reset();
     r->ctx.stop();

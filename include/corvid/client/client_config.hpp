@@ -19,6 +19,11 @@ struct client_config {
   std::uint32_t max_frame_size = protocol::default_max_frame_size;
   // Reactors to run on; null = io_pool::default_pool().
   io_pool* pool = nullptr;
+  // Latency mode (0 = off): the client's reactor pool (`pool`, or the default pool) spins on
+  // its sockets for up to this long after its last event before sleeping, so a reply is seen
+  // without a thread wake-up. Raises the pool's setting for every connection on it, and for
+  // good: the pool keeps the largest budget any client asked for (io_pool::raise_busy_poll).
+  std::chrono::microseconds busy_poll{0};
   // Requests queued while a write is in flight leave together in one gather write.
   // Off = one request per write syscall (the baseline the benchmark compares).
   bool coalesce_writes = true;

@@ -48,9 +48,9 @@ using stream_reader_t = stream_reader<
 template <auto F>
 using open_stream_t = std::conditional_t<
     detail::function_traits<decltype(F)>::streams_out,
-    duplex_stream<typename detail::function_traits<decltype(F)>::in_item,
-                  typename detail::owning<
-                      typename detail::function_traits<decltype(F)>::out_item>::type>,
+    duplex_stream<
+        typename detail::function_traits<decltype(F)>::in_item,
+        typename detail::owning<typename detail::function_traits<decltype(F)>::out_item>::type>,
     stream_writer<typename detail::function_traits<decltype(F)>::in_item,
                   detail::client_result_t<F>>>;
 

@@ -2,7 +2,9 @@
 // A pool of reactors: one asio::io_context per thread. Each connection lives on exactly one
 // reactor for its whole life, so its state needs no locks.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,8 +22,10 @@ class io_pool {
   // to pin threads to cores or name them.
   using thread_start_hook = std::function<void(std::size_t index)>;
 
-  // Starts `threads` reactor threads (at least one).
-  explicit io_pool(std::size_t threads, thread_start_hook on_start = {});
+  // Starts `threads` reactor threads (at least one). `busy_poll` > 0: latency mode, see
+  // raise_busy_poll.
+  explicit io_pool(std::size_t threads, thread_start_hook on_start = {},
+                   std::chrono::nanoseconds busy_poll = {});
   ~io_pool();
   io_pool(const io_pool&) = delete;
   io_pool& operator=(const io_pool&) = delete;
@@ -30,6 +34,16 @@ class io_pool {
   asio::io_context& at(std::size_t i) noexcept { return reactors_[i]->ctx; }
   // Round-robin choice, for placing a new connection.
   asio::io_context& next() noexcept;
+
+  // Latency mode: each reactor spins on its sockets (a non-blocking poll of the kernel) for up
+  // to `budget` after its last event before it sleeps, so a reply arriving within the budget
+  // is seen without a thread wake-up. Costs up to one busy core per reactor while traffic
+  // flows. Only raises the pool's budget (clients sharing a pool each ask for theirs, the
+  // largest wins); 0 never switches it off. Callable from any thread, at any time.
+  void raise_busy_poll(std::chrono::nanoseconds budget);
+  std::chrono::nanoseconds busy_poll() const noexcept {
+    return std::chrono::nanoseconds(busy_poll_ns_.load(std::memory_order_relaxed));
+  }
 
   // Stops every reactor (pending handlers are not run) and joins the threads. Idempotent;
   // must not be called from one of this pool's threads.
@@ -49,7 +63,9 @@ class io_pool {
   };
   std::vector<std::unique_ptr<reactor>> reactors_;
   std::atomic<std::size_t> next_{0};
-  std::mutex stop_mutex_;  // a second stop() waits for the first to finish joining
+  std::atomic<std::int64_t> busy_poll_ns_{0};
+  std::atomic<bool> stopping_{false};  // reactors leave their loop instead of restarting
+  std::mutex stop_mutex_;              // a second stop() waits for the first to finish joining
   bool stopped_ = false;
 };
 

@@ -78,6 +78,10 @@ struct server_config {
   std::size_t worker_threads = std::max(1u, std::thread::hardware_concurrency());
   std::size_t worker_queue_length = 1024;
   std::size_t worker_queue_bytes = 64u << 20;
+  // Latency mode (0 = off): each reactor spins on its sockets for up to this long after its
+  // last event before sleeping, so a request arriving meanwhile is seen without a thread
+  // wake-up. Costs a busy core per reactor while traffic flows (docs/benchmarks.md).
+  std::chrono::microseconds busy_poll{0};
   // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
   std::function<void(std::size_t)> on_thread_start;
 

@@ -1,0 +1,19 @@
+#pragma once
+// The loop a reactor thread runs: asio's run(), or with a busy-poll budget, spinning on
+// poll() (a non-blocking epoll_wait or io_uring peek plus the ready handlers) until nothing has
+// happened for the budget, then sleeping in run_one() until the next event. Spinning removes
+// the kernel's wake-up from the path of a reply that arrives within the budget.
+#include <atomic>
+#include <cstdint>
+
+#include <asio/io_context.hpp>
+
+namespace corvid::detail {
+
+// Runs `ctx` until it is stopped. `budget_ns` is read on every pass: 0 = plain run();
+// raising it from 0 needs ctx.stop() to take the thread out of run(), lowering it to 0 takes
+// effect when the spinning loop next looks. Returns when ctx is stopped (the caller restarts
+// it and calls again unless the pool is stopping).
+void run_reactor(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns);
+
+}  // namespace corvid::detail
