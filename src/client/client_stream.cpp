@@ -38,12 +38,13 @@ void client_stream::finish(rpc_error e, bool discard) noexcept {
 }
 
 void client_stream::on_item(std::string_view body) noexcept {
-  bool kept = false;
+  pushed result = pushed::over;
   try {
-    kept = push(body);
+    result = push(body);
   } catch (...) {  // bad_alloc
   }
-  if (!kept) {
+  if (result == pushed::dropped) return;
+  if (result == pushed::over) {
     // The server sent past our credit (or we are out of memory): end the stream here.
     if (auto w = end(rpc_error(rpc_errc::protocol_error,
                                "server sent stream items past the client's credit"))) {

@@ -524,7 +524,7 @@ frame_verdict server_connection::request_role::on_frame(const protocol::frame_he
     c.batch_requests_ = true;
     ++c.batch_frames_;
   } else if (h.type >= protocol::msg_type::stream_item) {
-    c.on_stream_frame(h, payload);
+    if (!c.on_stream_frame(h, payload)) return frame_verdict::hold;
     ++c.batch_frames_;
     c.batch_requests_ = true;
   } else if (h.type == protocol::msg_type::rdma_setup) {
@@ -707,14 +707,29 @@ void server_connection::on_control(const protocol::frame_header& h) {
   }
 }
 
-void server_connection::on_stream_frame(const protocol::frame_header& h, const char* payload) {
+bool server_connection::on_stream_frame(const protocol::frame_header& h, const char* payload) {
   request_context* ctx = running_.find(h.request_id);
   stream_link* link = ctx == nullptr ? nullptr : request_context_access::stream(*ctx);
-  if (link == nullptr) return;  // its stream has ended: the client learns from its reply
+  if (link == nullptr) return true;  // its stream has ended: the client learns from its reply
   switch (h.type) {
-    case protocol::msg_type::stream_item:
+    case protocol::msg_type::stream_item: {
+      const std::size_t cost = protocol::stream_item_cost(h.body_length);
+      if (!mem_.admit(cost)) {
+        if (!mem_.call_could_fit(cost)) {  // waiting would never end: the item is dropped
+          reply_error(h.request_id, rpc_errc::message_too_large,
+                      "stream item of " + std::to_string(cost) +
+                          " bytes exceeds the server's memory for running calls");
+          request_context_access::cancel(*ctx);
+          return true;
+        }
+        wait_for_memory(false, cost);
+        return false;
+      }
+      mem_.charge_admitted(cost);
+      static_cast<void>(mem_.take_admitted());  // held by the inbox until taken: release_items
       link->on_item(std::string_view(payload, h.body_length));
       break;
+    }
     case protocol::msg_type::stream_end:
       link->on_writes_closed();
       break;
@@ -722,6 +737,7 @@ void server_connection::on_stream_frame(const protocol::frame_header& h, const c
       link->on_credit(h.timeout_ms);
       break;
   }
+  return true;
 }
 
 outbound_queue* server_connection::begin_item(std::uint64_t request_id, std::size_t frame_bytes) {

@@ -56,6 +56,7 @@ class server_connection final : public reply_channel {
   void end_item() override;
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
   void wait_writable(stream_link* link) override { writable_waiters_.push_back(link); }
+  void release_items(std::size_t cost) noexcept override { mem_.call_done(cost); }
   void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
   bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
   asio::io_context& reactor() noexcept override { return reactor_; }
@@ -104,8 +105,9 @@ class server_connection final : public reply_channel {
   void grow_for_frame(const protocol::frame_header& h);
   void dispatch(const protocol::frame_header& h, const char* payload);
   // A stream's item, end or credit frame: to its running stream call (dropped when the
-  // stream has ended).
-  void on_stream_frame(const protocol::frame_header& h, const char* payload);
+  // stream has ended). An item is charged to the running calls' memory before it is
+  // copied; false = no memory for it now (the batch pauses, like a request's).
+  bool on_stream_frame(const protocol::frame_header& h, const char* payload);
   // Streams parked for room in the reply queue, told once it drains.
   void wake_writable();
   // dispatch for a method with a set_method_limit: refused at the limit, otherwise holds a

@@ -4,13 +4,13 @@
 
 namespace corvid::detail {
 
-bool stream_inbox::push(std::string_view body) {
+stream_inbox::pushed stream_inbox::push(std::string_view body) {
   std::lock_guard lk(mutex_);
-  if (ended_) return true;  // a late item of a stream the consumer left: dropped
-  if (buffered_ >= window_) return false;
+  if (ended_) return pushed::dropped;  // a late item of a stream the consumer left
+  if (buffered_ >= window_) return pushed::over;
   items_.emplace_back(body);
   buffered_ += protocol::stream_item_cost(body.size());
-  return true;
+  return pushed::kept;
 }
 
 std::coroutine_handle<> stream_inbox::take_waiter() noexcept {
@@ -19,16 +19,22 @@ std::coroutine_handle<> stream_inbox::take_waiter() noexcept {
 }
 
 std::coroutine_handle<> stream_inbox::end(rpc_error e, bool discard) noexcept {
-  std::lock_guard lk(mutex_);
-  if (!ended_) {
-    ended_ = true;
-    error_ = std::move(e);
+  std::size_t dropped = 0;
+  std::coroutine_handle<> w;
+  {
+    std::lock_guard lk(mutex_);
+    if (!ended_) {
+      ended_ = true;
+      error_ = std::move(e);
+    }
+    if (discard) {
+      items_.clear();
+      dropped = std::exchange(buffered_, 0);
+    }
+    w = std::exchange(waiter_, {});
   }
-  if (discard) {
-    items_.clear();
-    buffered_ = 0;
-  }
-  return std::exchange(waiter_, {});
+  if (dropped != 0) on_taken(dropped);
+  return w;
 }
 
 stream_inbox::pulled stream_inbox::pull(std::string& out, std::coroutine_handle<> h) {
@@ -50,6 +56,7 @@ stream_inbox::pulled stream_inbox::pull(std::string& out, std::coroutine_handle<
     if (!ended_ && taken_ >= window_ / 4)
       grant_now = static_cast<std::uint32_t>(std::exchange(taken_, 0));
   }
+  on_taken(protocol::stream_item_cost(out.size()));
   if (grant_now != 0) grant(grant_now);
   return pulled::item;
 }

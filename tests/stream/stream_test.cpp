@@ -236,6 +236,34 @@ TEST(streams, a_slow_consumer_suspends_the_producer_and_bounds_server_memory) {
   EXPECT_GT(probe().yielded - start, 500);
 }
 
+TEST(streams, a_slow_handler_suspends_the_writer_and_bounds_server_memory) {
+  stream_server srv;
+  auto client = srv.connect();
+  srv.server().reset_memory_peak();
+  auto run = [&]() -> corvid::task<corvid::expected<std::size_t, corvid::rpc_error>> {
+    auto up = co_await client->open_stream<lazy_upload>(300u);
+    if (!up) co_return corvid::unexpected(up.error());
+    const std::string chunk(64 << 10, 'w');
+    for (int i = 0; i < 100; ++i) {  // 6.4 MB against a 256 KiB window
+      if (auto e = co_await up->write(chunk)) co_return corvid::unexpected(e);
+    }
+    co_return co_await up->finish();
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = corvid::sync_wait(run());
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(*r, 100u * (64u << 10));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms) << "the writer did not wait";
+  // At most a window and one item held for the stream (plus read buffers and replies).
+  EXPECT_LT(srv.server().memory().peak, 2u << 20);
+  // Every item's charge was given back as the handler took it.
+  auto in_flight = [&] {
+    return srv.server().memory().find("in_flight")->current;
+  };
+  for (int i = 0; i < 200 && in_flight() != 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(in_flight(), 0u) << srv.server().memory().to_string();
+}
+
 TEST(streams, a_deadline_covers_the_whole_stream_on_both_sides) {
   stream_server srv;
   auto client = srv.connect();

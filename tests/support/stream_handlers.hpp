@@ -53,11 +53,21 @@ inline corvid::stream<std::string> endless(std::uint32_t size) {
   }
 }
 
+// Reads nothing for `ms`, then everything: a slow consumer of a client stream.
+inline corvid::task<std::size_t> lazy_upload(std::uint32_t ms,
+                                             corvid::stream_reader<std::string> in) {
+  co_await corvid::sleep_for(std::chrono::milliseconds(ms));
+  std::size_t total = 0;
+  while (auto chunk = co_await in.next()) total += chunk->size();
+  co_return total;
+}
+
 // A plain call, for interleaving with streams.
 inline int twice(int x) { return 2 * x; }
 
 inline void register_all(corvid::rpc_server& server) {
-  server.register_handler<count_to, upload, chat, fails_after, blobs, endless, twice>();
+  server
+      .register_handler<count_to, upload, chat, fails_after, blobs, endless, twice, lazy_upload>();
 }
 
 // Reads count_to(n) to its end.

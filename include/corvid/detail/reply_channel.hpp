@@ -59,6 +59,9 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // link->on_writable() once the queued replies drain (once per call of this).
   virtual void wait_writable(stream_link* link) = 0;
   virtual void forget_writable(stream_link* link) noexcept = 0;
+  // Items the connection charged as they arrived (stream_item_cost each) left a stream's
+  // inbox. Reactor thread.
+  virtual void release_items(std::size_t cost) noexcept = 0;
   // A blocking call, started (call_started): queued for a worker thread. False = refused
   // (the worker queue is full): the channel has queued a server_busy reply to `request_id`,
   // and the caller ends the call (call_finished). A channel without workers refuses all.

@@ -22,9 +22,10 @@ class stream_inbox {
   explicit stream_inbox(std::size_t window) noexcept : window_(window) {}
   virtual ~stream_inbox() = default;
 
-  // Reactor: an item's payload arrived. False (nothing kept) if the sender ignored its
-  // credit: more than the window is buffered already.
-  bool push(std::string_view body);
+  // Reactor: an item's payload arrived. `over` (nothing kept) if the sender ignored its
+  // credit: more than the window is buffered already; `dropped` if the stream has ended.
+  enum class pushed { kept, dropped, over };
+  pushed push(std::string_view body);
   // Reactor (or the side ending it): no more items; `e` falsy for a clean end. Only the
   // first end counts. `discard`: items not taken yet are dropped (the consumer gave up, or
   // its deadline passed: it should learn at once, not after a window of stale items).
@@ -47,6 +48,9 @@ class stream_inbox {
   virtual void grant(std::uint32_t bytes) noexcept = 0;
   // The consumer gave up before the end (cancel(), or dropped its reader).
   virtual void abandon() noexcept = 0;
+  // Items of `cost` bytes in all left the inbox (taken, or dropped at the end): the server
+  // releases the memory it charged for them. Called without the lock.
+  virtual void on_taken(std::size_t cost) noexcept { static_cast<void>(cost); }
   virtual void retain() noexcept = 0;
   virtual void release() noexcept = 0;
 

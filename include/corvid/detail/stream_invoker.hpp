@@ -60,8 +60,11 @@ class stream_call final
 
   // ---- stream_link (reactor) ----
   void on_item(std::string_view item) override {
-    if (!traits::streams_in || replied_) return;
-    if (!push(item)) {
+    const std::size_t cost = protocol::stream_item_cost(item.size());
+    const pushed result = !traits::streams_in || replied_ ? pushed::dropped : push(item);
+    if (result != pushed::kept) channel->release_items(cost);  // not kept: its charge returns
+    if (result == pushed::dropped) return;
+    if (result == pushed::over) {
       // The client wrote past its credit: the server will not hold more for it.
       replied_ = true;
       channel->reply_error(request_id, rpc_errc::bad_request,
@@ -109,6 +112,21 @@ class stream_call final
     }
   }
   void abandon() noexcept override {}  // the handler stopped reading: its result ends the call
+  void on_taken(std::size_t cost) noexcept override {
+    if (current_reactor() == &channel->reactor()) {
+      channel->release_items(cost);
+      return;
+    }
+    retain();  // the handler reads from another thread: the connection's memory is the reactor's
+    try {
+      asio::post(channel->reactor(), [this, cost] {
+        channel->release_items(cost);
+        release();
+      });
+    } catch (...) {
+      release();
+    }
+  }
   void retain() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept override {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
@@ -348,10 +366,10 @@ class stream_call final
 template <auto F>
 void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
   if (!signature_matches<F>(ch, req)) return;
-  // The call, its request copy and the window of items it may buffer are charged first.
+  // The call and its request copy are charged first; the items the client writes are
+  // charged by the connection as each arrives (and released as the handler takes it).
   const std::size_t window = function_traits<decltype(F)>::streams_in ? server_stream_window : 0;
-  const std::size_t cost =
-      sizeof(stream_call<F>) + 1024 + window + req.body.size() + req.attachment.size();
+  const std::size_t cost = sizeof(stream_call<F>) + 1024 + req.body.size() + req.attachment.size();
   if (ch.call_allowance(cost) < cost) {
     ch.reply_error(req.request_id, rpc_errc::server_busy,
                    "server at its memory limit for running calls");
