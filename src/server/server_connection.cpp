@@ -740,6 +740,18 @@ bool server_connection::on_stream_frame(const protocol::frame_header& h, const c
   return true;
 }
 
+bool server_connection::admit_stream(std::uint64_t request_id) {
+  const std::size_t cap = core_.config.max_streams_per_connection;
+  if (cap != 0 && open_streams_ >= cap) {
+    reply_error(request_id, rpc_errc::server_busy,
+                "too many open streams on this connection (max_streams_per_connection = " +
+                    std::to_string(cap) + ")");
+    return false;
+  }
+  ++open_streams_;
+  return true;
+}
+
 outbound_queue* server_connection::begin_item(std::uint64_t request_id, std::size_t frame_bytes) {
   const std::size_t body = frame_bytes - protocol::header_size;
   if (body > core_.config.max_frame_size) {

@@ -57,6 +57,8 @@ class server_connection final : public reply_channel {
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
   void wait_writable(stream_link* link) override { writable_waiters_.push_back(link); }
   void release_items(std::size_t cost) noexcept override { mem_.call_done(cost); }
+  bool admit_stream(std::uint64_t request_id) override;
+  void stream_closed() noexcept override { --open_streams_; }
   void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
   bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
   asio::io_context& reactor() noexcept override { return reactor_; }
@@ -201,6 +203,7 @@ class server_connection final : public reply_channel {
   running_calls running_;               // coroutine calls in flight, by request id
   method_limit* call_limit_ = nullptr;  // the limit invoke_limited holds for the call starting
   std::vector<stream_link*> writable_waiters_;  // streams parked for queue room
+  std::size_t open_streams_ = 0;                // admit_stream() minus stream_closed()
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::size_t in_flight_ = 0;       // coroutine handlers running (cancelled ones included)

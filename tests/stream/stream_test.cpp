@@ -327,8 +327,42 @@ TEST(streams, server_stop_ends_open_streams_on_both_sides) {
   EXPECT_TRUE(err) << "a stream cut by stop() must not look like a clean end";
 }
 
+TEST(streams, a_stream_past_max_streams_per_connection_is_refused_with_a_clear_error) {
+  auto cfg = stream_server::config();
+  cfg.max_streams_per_connection = 3;
+  stream_server srv(transport::tcp, cfg);
+  auto client = srv.connect();
+  auto run = [&]() -> corvid::task<std::string> {
+    std::vector<corvid::stream_reader<std::string>> open;
+    for (int i = 0; i < 3; ++i) {
+      auto s = co_await client->stream<endless>(10u);
+      if (!s || !co_await s->next()) co_return "stream " + std::to_string(i) + " did not run";
+      open.push_back(std::move(*s));
+    }
+    auto [got, err] = co_await read_count(*client, 2);
+    if (err.code() != corvid::rpc_errc::server_busy ||
+        err.message().find("max_streams_per_connection = 3") == std::string::npos) {
+      co_return "fourth stream: " + err.message();
+    }
+    // A plain call still goes through; and a slot frees when a stream ends.
+    auto r = co_await client->call<twice>(21);
+    if (!r || *r != 42) co_return "plain call failed";
+    open.front().cancel();
+    for (int i = 0; i < 100; ++i) {
+      co_await corvid::sleep_for(std::chrono::milliseconds(5));
+      auto [again, again_err] = co_await read_count(*client, 2);
+      if (!again_err) co_return "";
+    }
+    co_return "no slot after a stream ended";
+  };
+  EXPECT_EQ(corvid::sync_wait(run()), "");
+}
+
 TEST(streams, a_thousand_streams_interleave_with_unary_calls_on_one_connection) {
-  stream_server srv;
+  auto cfg = stream_server::config();
+  cfg.max_streams_per_connection = 1000;
+  cfg.max_calls_per_connection = 2048;
+  stream_server srv(transport::tcp, cfg);
   auto client = srv.connect();
   constexpr int streams = 1000;
   auto run = [&]() -> corvid::task<int> {

@@ -59,6 +59,10 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // link->on_writable() once the queued replies drain (once per call of this).
   virtual void wait_writable(stream_link* link) = 0;
   virtual void forget_writable(stream_link* link) noexcept = 0;
+  // A stream opens on this connection: false (and the request answered server_busy) at
+  // server_config::max_streams_per_connection. Each true is matched by stream_closed().
+  virtual bool admit_stream(std::uint64_t request_id) { return request_id != 0; }
+  virtual void stream_closed() noexcept {}
   // Items the connection charged as they arrived (stream_item_cost each) left a stream's
   // inbox. Reactor thread.
   virtual void release_items(std::size_t cost) noexcept = 0;

@@ -350,6 +350,7 @@ class stream_call final
     if (waiting_writable_) channel->forget_writable(this);
     request_context_access::stream(ctx) = nullptr;
     static_cast<void>(end(rpc_error(rpc_errc::cancelled, "stream call ended"), true));
+    channel->stream_closed();
     channel->call_finished(ctx);
     release();  // the call's reference
   }
@@ -365,12 +366,13 @@ class stream_call final
 
 template <auto F>
 void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
-  if (!signature_matches<F>(ch, req)) return;
+  if (!signature_matches<F>(ch, req) || !ch.admit_stream(req.request_id)) return;
   // The call and its request copy are charged first; the items the client writes are
   // charged by the connection as each arrives (and released as the handler takes it).
   const std::size_t window = function_traits<decltype(F)>::streams_in ? server_stream_window : 0;
   const std::size_t cost = sizeof(stream_call<F>) + 1024 + req.body.size() + req.attachment.size();
   if (ch.call_allowance(cost) < cost) {
+    ch.stream_closed();
     ch.reply_error(req.request_id, rpc_errc::server_busy,
                    "server at its memory limit for running calls");
     return;
@@ -380,10 +382,12 @@ void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
   try {
     call = new stream_call<F>(ch, req);
   } catch (const std::bad_alloc&) {
+    ch.stream_closed();
     ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the stream");
     return;
   }
   if (!decode_arguments<F>(ch, req, call->body, call->args)) {
+    ch.stream_closed();
     call->release();
     return;
   }
@@ -394,6 +398,7 @@ void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
     call->start(object);
   } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
     request_context_access::stream(call->ctx) = nullptr;
+    ch.stream_closed();
     ch.call_finished(call->ctx);
     call->release();
     ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the stream");

@@ -54,6 +54,10 @@ struct server_config {
   // finished). At the cap the server reads nothing more from that connection until one
   // finishes: pipelined requests wait in the kernel, and TCP pushes back on the client.
   std::size_t max_calls_per_connection = 1024;
+  // Streams one connection may have open at once (0 = unlimited; they also count as calls
+  // above). One more is refused at once with server_busy naming this limit: unlike a call,
+  // a stream may last indefinitely, so waiting for a slot could wait forever.
+  std::size_t max_streams_per_connection = 512;
   // Bytes one connection's running calls may hold: their request copies, decoded arguments
   // and call state (coroutine frames estimated). A request that could never fit is answered
   // message_too_large; otherwise the connection waits like at the server's limit.
