@@ -192,6 +192,11 @@ def request(name, body=b"", attachment=b"", request_id=FIRST_ID):
     return frame(1, request_id, fnv1a(name), body, attachment)
 
 
+def stream_frame(type_, request_id, body=b"", credit=0):  # 7 item, 8 end, 9 credit
+    return (b"CV" + bytes([2, type_, 0, 0]) + b"\x00\x00" +
+            struct.pack("<QIIII", request_id, 0, len(body), 0, credit) + body)
+
+
 def response(body=b"", attachment=b"", request_id=FIRST_ID, status=0):
     return frame(2, request_id, 0, body, attachment, status)
 
@@ -277,6 +282,20 @@ def server_stream_seeds(v):
         # The same id twice while the first call still runs, then a cancel for it.
         "duplicate_running_id": whole + request("nap", u16(30)) + request("nap", u16(30)) +
         request("echo", s("x"), request_id=FIRST_ID + 1) + frame(3, FIRST_ID, 0),
+        # Streams: ticks(n) yields n % 8 items then ends; relay echoes items until the end.
+        "stream_ticks": whole + request("ticks", u8(5)),
+        "stream_relay_closed": whole + request("relay") +
+        stream_frame(7, FIRST_ID, s("ab")) + stream_frame(7, FIRST_ID, s("cd")) +
+        stream_frame(8, FIRST_ID),
+        "stream_relay_open": whole + request("relay") + stream_frame(7, FIRST_ID, s("x")) +
+        frame(4, 9, 0),
+        "stream_interleaved": split + request("ticks", u8(7)) +
+        request("relay", request_id=FIRST_ID + 1) + stream_frame(9, FIRST_ID, credit=64) +
+        stream_frame(7, FIRST_ID + 1, s("y")) + v["echo_request"][:8] + u64(FIRST_ID + 2) +
+        v["echo_request"][16:] + frame(3, FIRST_ID + 1, 0) + stream_frame(7, 99, s("lost")) +
+        stream_frame(8, FIRST_ID + 5) + stream_frame(9, FIRST_ID + 7, credit=1 << 31),
+        "stream_bad_item": whole + request("relay") + stream_frame(7, FIRST_ID, b"\xff\xff") +
+        stream_frame(8, FIRST_ID),
     }
     return seeds
 

@@ -123,6 +123,14 @@ corvid::task<std::uint16_t> nap(corvid::request_context& ctx, std::uint16_t ms) 
   co_await ctx.sleep_for(std::chrono::milliseconds(ms % 64));
   co_return ms;
 }
+// Streams: a few items then the end; and an echo of the client's items, which ends only
+// when the client closes its writes (or the connection, cancelling it).
+corvid::stream<std::uint8_t> ticks(std::uint8_t n) {
+  for (std::uint8_t i = 0; i < n % 8; ++i) co_yield i;
+}
+corvid::stream<std::string> relay(corvid::stream_reader<std::string> in) {
+  while (auto item = co_await in.next()) co_yield std::move(*item);
+}
 namespace ns {
 struct calc {
   // Wrapping arithmetic: the inputs are the fuzzer's, and signed overflow would be our UB.
@@ -198,6 +206,8 @@ bool send_all(int fd, std::string_view bytes) {
 }
 
 // Complete frames at the front of `got`.
+// Complete frames at the front of `got` that answer something (a stream's items and credit
+// grants come in any number besides).
 int complete_frames(std::string_view got) {
   int n = 0;
   protocol::frame_header h;
@@ -205,7 +215,8 @@ int complete_frames(std::string_view got) {
          protocol::decode_header(got.data(), h, UINT32_MAX) == protocol::header_errc::ok &&
          got.size() >= h.frame_size()) {
     got.remove_prefix(h.frame_size());
-    ++n;
+    if (h.type != protocol::msg_type::stream_item && h.type != protocol::msg_type::stream_credit)
+      ++n;
   }
   return n;
 }
@@ -308,6 +319,10 @@ expectation expected_replies(std::string_view stream) {
       return e;
     }
     if (h.type == protocol::msg_type::request && ++e.ids[h.request_id] > 1) e.duplicate_ids = true;
+    // relay ends only at the client's stream_end: without one in the stream, it is still
+    // running at our FIN, which cancels it (no reply). Either way one reply may be missing.
+    if (h.type == protocol::msg_type::request && h.function_id == protocol::function_id<relay>())
+      ++e.cancels[h.request_id];
     if (h.type == protocol::msg_type::cancel && e.ids.count(h.request_id))
       ++e.cancels[h.request_id];
     if (h.type == protocol::msg_type::ping) ++e.pings[h.request_id];
@@ -334,6 +349,20 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
                 h.status == rpc_errc::ok,
             "pong with fields set");
       ++pongs[h.request_id];
+      got.remove_prefix(h.frame_size());
+      continue;
+    }
+    if (h.type == protocol::msg_type::stream_item || h.type == protocol::msg_type::stream_credit) {
+      // A stream's item or a grant: for a request sent, before its response, fields clear.
+      check(want.ids.contains(h.request_id), "stream frame for a request never sent");
+      check(h.function_id == 0 && h.flags == 0 && h.status == rpc_errc::ok &&
+                h.attachment_length == 0,
+            "stream frame with fields set");
+      check(h.type == protocol::msg_type::stream_item ? h.payload_size() <= max_frame
+                                                      : h.payload_size() == 0,
+            "stream frame of a bad size");
+      if (!complete && got.size() < h.frame_size()) break;
+      check(got.size() >= h.frame_size(), "reply stream ends inside a frame");
       got.remove_prefix(h.frame_size());
       continue;
     }
@@ -409,7 +438,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   cfg.max_queued_reply_bytes = 32u << 10;
   server = new corvid::rpc_server(cfg);  // never destroyed: lives for the whole session
   server->register_handler<echo, store, split, repeat, throws_later, count_pages, count_strings,
-                           count_map, count_variants, touchy, touchy_co, big, nap>();
+                           count_map, count_variants, touchy, touchy_co, big, nap, ticks,
+                           relay>();
   server->register_handler<&ns::calc::add, &ns::calc::div>(&calculator);
   if (auto ec = server->async_start()) die(("server start failed: " + ec.message()).c_str());
   health_check();
