@@ -1079,6 +1079,11 @@ void server_connection::recheck_at(time_point t) {
 void server_connection::fail(std::uint64_t request_id, rpc_errc code, std::string_view message) {
   reply_error(request_id, code, message);
   stop_reading_ = true;
+  // Nothing more is read, so a stream could wait for the client's items forever and hold
+  // the connection open: streams end here (plain calls still finish and are answered).
+  running_.for_each([](request_context* c) {
+    if (request_context_access::stream(*c) != nullptr) request_context_access::cancel(*c);
+  });
 }
 
 void server_connection::begin_drain() {

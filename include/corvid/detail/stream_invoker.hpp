@@ -26,16 +26,14 @@ namespace corvid::detail {
 // Bytes the server lets a client write ahead on one stream (and holds for it at most).
 inline constexpr std::size_t server_stream_window = protocol::initial_stream_credit;
 
-struct no_sink {};
-
 template <auto F>
 class stream_call final
     : public pooled,
       public stream_link,
       public stream_inbox,
-      public std::conditional_t<function_traits<decltype(F)>::streams_out,
-                                item_sink<typename function_traits<decltype(F)>::out_item>,
-                                no_sink> {
+      // A handler without a stream of items never yields: its sink (of int) is unused.
+      public item_sink<std::conditional_t<function_traits<decltype(F)>::streams_out,
+                                          typename function_traits<decltype(F)>::out_item, int>> {
   using traits = function_traits<decltype(F)>;
   using reader_t = std::conditional_t<traits::streams_in, stream_reader<typename traits::in_item>,
                                       stream_reader<int>>;
@@ -134,7 +132,7 @@ class stream_call final
 
   // ---- item_sink (the handler's co_yield) ----
   using out_t = std::conditional_t<traits::streams_out, typename traits::out_item, int>;
-  bool send_or_park(out_t& item, std::coroutine_handle<> h) {
+  bool send_or_park(out_t& item, std::coroutine_handle<> h) override {
     staged_ = &item;
     parked_ = h;
     if (current_reactor() != &channel->reactor()) {  // the handler moved to another thread
@@ -153,7 +151,7 @@ class stream_call final
     parked_ = {};
     return true;
   }
-  void finished(std::coroutine_handle<> h, std::exception_ptr error) noexcept {
+  void finished(std::coroutine_handle<> h, std::exception_ptr error) noexcept override {
     retain();
     if (current_reactor() != &channel->reactor()) {
       try {
