@@ -162,6 +162,29 @@ TEST(streams, a_handler_that_throws_ends_the_stream_with_handler_error_after_its
   EXPECT_NE(err.message().find("producer broke"), std::string::npos) << err.message();
 }
 
+TEST(streams, an_item_over_max_frame_size_throws_at_its_co_yield) {
+  auto cfg = stream_server::config();
+  cfg.max_frame_size = 64 << 10;
+  stream_server srv(transport::tcp, cfg);
+  auto client = srv.connect();
+  auto run = [&]() -> corvid::task<std::string> {
+    // Caught by the handler: it goes on with a small item and ends cleanly.
+    auto s = co_await client->stream<oversize_then_small>(100'000u);
+    std::string got;
+    while (auto v = co_await s->next()) got += *v;
+    if (got != "small" || s->error()) co_return "caught: " + got + " " + s->error().message();
+    // Not caught: the stream ends with handler_error naming the limit.
+    auto b = co_await client->stream<blobs>(100'000u, 2u);
+    if (co_await b->next()) co_return "an oversized item arrived";
+    if (b->error().code() != corvid::rpc_errc::handler_error ||
+        b->error().message().find("max_frame_size") == std::string::npos) {
+      co_return "uncaught: " + b->error().message();
+    }
+    co_return "";
+  };
+  EXPECT_EQ(corvid::sync_wait(run()), "");
+}
+
 TEST(streams, a_stream_to_a_missing_handler_ends_with_function_not_found) {
   corvid::server_config cfg = stream_server::config();
   corvid::rpc_server server(cfg);

@@ -62,12 +62,23 @@ inline corvid::task<std::size_t> lazy_upload(std::uint32_t ms,
   co_return total;
 }
 
+// Yields an item of `big` bytes; if that throws (over max_frame_size), one small item instead.
+inline corvid::stream<std::string> oversize_then_small(std::uint32_t big) {
+  bool refused = false;
+  try {
+    co_yield std::string(big, 'b');
+  } catch (const std::length_error&) {
+    refused = true;
+  }
+  if (refused) co_yield std::string("small");
+}
+
 // A plain call, for interleaving with streams.
 inline int twice(int x) { return 2 * x; }
 
 inline void register_all(corvid::rpc_server& server) {
-  server
-      .register_handler<count_to, upload, chat, fails_after, blobs, endless, twice, lazy_upload>();
+  server.register_handler<count_to, upload, chat, fails_after, blobs, endless, twice, lazy_upload,
+                          oversize_then_small>();
 }
 
 // Reads count_to(n) to its end.

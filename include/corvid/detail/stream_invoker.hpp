@@ -134,8 +134,8 @@ class stream_call final
   using out_t = std::conditional_t<traits::streams_out, typename traits::out_item, int>;
   bool send_or_park(out_t& item, std::coroutine_handle<> h) override {
     staged_ = &item;
-    parked_ = h;
     if (current_reactor() != &channel->reactor()) {  // the handler moved to another thread
+      parked_ = h;
       retain();
       asio::post(channel->reactor(), [this] {
         retry_send();
@@ -144,12 +144,15 @@ class stream_call final
       return false;
     }
     if (ctx.cancelled()) {
+      parked_ = h;
       schedule_abort();
       return false;
     }
-    if (credit_ <= 0 || !send_staged()) return false;
-    parked_ = {};
-    return true;
+    // Parked only once it did not throw: an oversized item throws out of this co_yield into
+    // the handler, which then goes on (or ends); no later credit may resume it from here.
+    if (credit_ > 0 && send_staged()) return true;
+    parked_ = h;
+    return false;
   }
   void finished(std::coroutine_handle<> h, std::exception_ptr error) noexcept override {
     retain();
@@ -340,6 +343,7 @@ class stream_call final
       }
     }
     producer_ = {};
+    parked_ = {};
     h.destroy();
     end_call();
     release();  // finished()'s own reference
