@@ -7,7 +7,6 @@
 #include <cstdlib>
 
 namespace corvid::bench {
-namespace {
 
 // g++ 12 has no <format>; snprintf with a fixed precision is what the tables need.
 std::string fixed(double v, int decimals) {
@@ -15,6 +14,8 @@ std::string fixed(double v, int decimals) {
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
+
+namespace {
 
 // Shortest text that parses back to the same double: CSV/JSON lose nothing.
 std::string exact(double v) {

@@ -32,6 +32,8 @@ struct cell_result {
 // "128B", "4K", "32K", "256K", "1M", "8M", "1G"; sizes that are not a whole number of the
 // unit stay in bytes ("1500B") so the label is never a rounded lie.
 std::string format_size(std::size_t bytes);
+// `v` with `decimals` digits after the point, for the tables.
+std::string fixed(double v, int decimals);
 
 // Generic markdown table for the experiment sub-commands. Columns are padded so the text is
 // readable unrendered; a column whose cells are all numbers (or "-") is right-aligned.

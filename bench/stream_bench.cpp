@@ -17,12 +17,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 // Reads `streams` streams of bench_items at once until `seconds` have passed (each stream
 // asks for more items than that can carry, then is cancelled). Returns items received.
 task<std::uint64_t> drain(rpc_client& c, std::uint32_t size, int streams, double seconds) {

@@ -205,6 +205,20 @@ class rpc_client {
   std::weak_ptr<detail::call_canceller> canceller() const noexcept;
   std::shared_ptr<detail::stream_sender> stream_sender() const noexcept;
 
+  // Encodes F's arguments and hands the call (one reference) to the connection.
+  template <auto F, class... Args>
+  void submit_encoded(detail::call_base* call, call_options options, Args&&... args) {
+    using params = detail::wire_params_t<F>;
+    const auto timeout = options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
+    auto encode = [&](auto& out) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)), ...);
+      }(std::index_sequence_for<Args...>{});
+    };
+    submit(call, protocol::function_id<F>(), protocol::signature_v<F>, options.attachment, timeout,
+           detail::encoder_for(encode));
+  }
+
   // Queues a stream's request; the caller gets one reference to its state.
   template <auto F, class... Args>
   expected<detail::client_stream*, rpc_error> open(call_options options, Args&&... args) {
@@ -213,20 +227,7 @@ class rpc_client {
                   "corvid: wrong number of arguments for this RPC function");
     auto* s = new detail::client_stream(stream_sender());
     s->add_ref();  // one reference for the connection, one for the caller
-    auto encode = [&](auto& out) {
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)), ...);
-      }(std::index_sequence_for<Args...>{});
-    };
-    using encode_t = decltype(encode);
-    const detail::request_encoder encoder{
-        &encode, [](void* e, detail::outbound_queue& out) { (*static_cast<encode_t*>(e))(out); },
-        [](void* e, codec::string_sink& out) {
-          (*static_cast<encode_t*>(e))(out);
-        }};
-    const auto timeout = options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
-    submit(s, protocol::function_id<F>(), protocol::signature_v<F>, options.attachment, timeout,
-           encoder);
+    submit_encoded<F>(s, options, std::forward<Args>(args)...);
     // Refused before it was filed (not connected, too large, client_busy): it has no id.
     // A stream that was filed may be done already too (a short stream can end on the
     // reactor before we look): that one is returned, its end is for next() to tell.
@@ -280,20 +281,7 @@ class rpc_client {
     using state = detail::call_state<detail::client_result_t<F>, WithAttachment>;
     auto* s = new state();
     s->add_ref();  // one reference for the connection, one for the caller
-    const auto timeout = options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
-    auto encode = [&](auto& out) {
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)), ...);
-      }(std::index_sequence_for<Args...>{});
-    };
-    using encode_t = decltype(encode);
-    const detail::request_encoder encoder{
-        &encode, [](void* e, detail::outbound_queue& out) { (*static_cast<encode_t*>(e))(out); },
-        [](void* e, codec::string_sink& out) {
-          (*static_cast<encode_t*>(e))(out);
-        }};
-    submit(s, protocol::function_id<F>(), protocol::signature_v<F>, options.attachment, timeout,
-           encoder);
+    submit_encoded<F>(s, options, std::forward<Args>(args)...);
     return detail::call_ref<state>(s);
   }
 

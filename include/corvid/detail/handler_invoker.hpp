@@ -178,9 +178,10 @@ inline byte_buffer copy_request(const request_view& req) {
   return b;
 }
 
-template <auto F>
-struct coroutine_call : pooled {
-  coroutine_call(reply_channel& ch, const request_view& req)
+// What a call that outlives its read buffer keeps of its request: the channel, the request
+// copy (arguments decoded from it may view it) and its context.
+struct held_request {
+  held_request(reply_channel& ch, const request_view& req)
       : channel(ch.shared_from_this()),
         request_id(req.request_id),
         storage(copy_request(req)),
@@ -192,8 +193,13 @@ struct coroutine_call : pooled {
   std::uint64_t request_id;
   byte_buffer storage;
   std::string_view body;
-  decoded_args_t<F> args;
   request_context ctx;
+};
+
+template <auto F>
+struct coroutine_call : pooled, held_request {
+  using held_request::held_request;
+  decoded_args_t<F> args;
 };
 
 // What a running coroutine call holds besides its request copy and decoded arguments: the

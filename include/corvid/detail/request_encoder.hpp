@@ -16,4 +16,14 @@ struct request_encoder {
   void (*to_string)(void* args, codec::string_sink& out);
 };
 
+// The encoder for `encode`, a callable taking either destination (`auto& out`); it must
+// outlive the submit.
+template <class Encode>
+request_encoder encoder_for(Encode& encode) noexcept {
+  return {&encode, [](void* e, outbound_queue& out) { (*static_cast<Encode*>(e))(out); },
+          [](void* e, codec::string_sink& out) {
+            (*static_cast<Encode*>(e))(out);
+          }};
+}
+
 }  // namespace corvid::detail

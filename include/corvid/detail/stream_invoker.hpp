@@ -29,6 +29,7 @@ inline constexpr std::size_t server_stream_window = protocol::initial_stream_cre
 template <auto F>
 class stream_call final
     : public pooled,
+      public held_request,
       public stream_link,
       public stream_inbox,
       // A handler without a stream of items never yields: its sink (of int) is unused.
@@ -40,21 +41,9 @@ class stream_call final
 
  public:
   stream_call(reply_channel& ch, const request_view& req)
-      : stream_inbox(server_stream_window),
-        channel(ch.shared_from_this()),
-        request_id(req.request_id),
-        storage(copy_request(req)),
-        body(storage.data(), req.body.size()),
-        ctx(ch, req.request_id, req.function_id,
-            std::string_view(storage.data() + req.body.size(), req.attachment.size()),
-            req.deadline) {}
+      : held_request(ch, req), stream_inbox(server_stream_window) {}
 
-  std::shared_ptr<reply_channel> channel;
-  std::uint64_t request_id;
-  byte_buffer storage;
-  std::string_view body;
   decoded_args_t<F> args;
-  request_context ctx;
 
   // ---- stream_link (reactor) ----
   void on_item(std::string_view item) override {

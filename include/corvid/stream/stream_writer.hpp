@@ -62,13 +62,7 @@ class write_awaiter {
     auto encode = [&](auto& out) {
       codec::encode(out, item_);
     };
-    using encode_t = decltype(encode);
-    const request_encoder encoder{
-        &encode, [](void* e, outbound_queue& out) { (*static_cast<encode_t*>(e))(out); },
-        [](void* e, codec::string_sink& out) {
-          (*static_cast<encode_t*>(e))(out);
-        }};
-    result_ = s_->send(encoder);
+    result_ = s_->send(encoder_for(encode));
     return done_ = true;
   }
   client_stream* s_;
