@@ -71,9 +71,4 @@ rpc_error stream_inbox::error() const {
   return error_;
 }
 
-std::size_t stream_inbox::buffered() const {
-  std::lock_guard lk(mutex_);
-  return buffered_;
-}
-
 }  // namespace corvid::detail

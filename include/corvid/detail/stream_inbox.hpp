@@ -41,7 +41,6 @@ class stream_inbox {
   bool ended() const;
   // Why the stream ended (falsy: a clean end, or not ended yet).
   rpc_error error() const;
-  std::size_t buffered() const;
 
   // Sends the sender `bytes` more credit (the consumer took that much). Called without the
   // lock, from the consumer's thread.
