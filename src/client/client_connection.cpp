@@ -624,7 +624,9 @@ void client_connection::read_more(std::uint64_t epoch) {
 }
 
 void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n) {
-  if (epoch != epoch_) return;
+  // A read that completed before fail_all() closed the stream may still be queued: its bytes
+  // went into the buffer fail_all() has since reset, and its calls have ended. Stale.
+  if (epoch != epoch_ || !stream_->is_open()) return;
   if (ec) {
     if (ec != asio::error::operation_aborted) {
       const bool closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;

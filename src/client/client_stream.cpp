@@ -53,9 +53,7 @@ void client_stream::on_item(std::string_view body) noexcept {
     sender_->cancel_stream(this);
     return;
   }
-  // Resumed after the batch, not inside it: a consumer woken here could end its stream and
-  // let its client be closed from another thread while the batch loop still reads the buffer.
-  if (auto w = take_waiter()) sender_->resume_later(w);
+  if (auto w = take_waiter()) w.resume();
 }
 
 void client_stream::on_credit(std::uint32_t bytes) noexcept {

@@ -327,6 +327,28 @@ TEST(streams, a_closed_client_connection_ends_the_servers_producer) {
   EXPECT_EQ(srv.server().connection_count(), 0u);
 }
 
+// close() from another thread while the server's items keep arriving: a read that completed
+// just before the close must not be processed after it (the close resets the read buffer).
+// ASan, and the read buffer's assertion in debug builds, catch it within a few rounds.
+TEST(streams, closing_a_client_while_items_pour_in_ends_the_stream_cleanly) {
+  stream_server srv;
+  for (int round = 0; round < 30; ++round) {
+    auto client = srv.connect();
+    auto s = corvid::sync_wait([&]() -> corvid::task<corvid::stream_reader<std::string>> {
+      auto r = co_await client->stream<endless>(4096u);
+      for (int i = 0; i < 20; ++i) co_await r->next();  // credit flows back: items keep coming
+      co_return std::move(*r);
+    }());
+    client->close();
+    const auto err = corvid::sync_wait([&]() -> corvid::task<corvid::rpc_error> {
+      while (co_await s.next()) {
+      }
+      co_return s.error();
+    }());
+    ASSERT_EQ(err.code(), corvid::rpc_errc::connection_closed) << err.message();
+  }
+}
+
 TEST(streams, server_stop_ends_open_streams_on_both_sides) {
   auto cfg = stream_server::config();
   cfg.stop_timeout = 200ms;

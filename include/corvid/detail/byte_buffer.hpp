@@ -3,6 +3,7 @@
 // connections read from. Unlike std::vector it never value-initialises what it grows into,
 // and consume() is O(1) until compact() moves the unread tail to the front.
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -52,7 +53,10 @@ class byte_buffer {
   // Free space after the unread bytes; write into it, then commit().
   char* tail() noexcept { return data_ + end_; }
   std::size_t tail_room() const noexcept { return capacity_ - end_; }
-  void commit(std::size_t n) noexcept { end_ += n; }
+  void commit(std::size_t n) noexcept {
+    assert(n <= tail_room());
+    end_ += n;
+  }
 
   // Appends n uninitialised bytes and returns where they start (the codec's sink interface).
   char* extend(std::size_t n) {
@@ -68,6 +72,7 @@ class byte_buffer {
 
   // Marks n unread bytes as read.
   void consume(std::size_t n) noexcept {
+    assert(n <= size());
     begin_ += n;
     if (begin_ == end_) begin_ = end_ = 0;
   }
