@@ -39,8 +39,9 @@ void client_stream::finish(rpc_error e, bool discard) noexcept {
 
 void client_stream::on_item(std::string_view body) noexcept {
   pushed result = pushed::over;
+  std::coroutine_handle<> wake;
   try {
-    result = push(body);
+    result = push(body, wake);
   } catch (...) {  // bad_alloc
   }
   if (result == pushed::dropped) return;
@@ -53,15 +54,19 @@ void client_stream::on_item(std::string_view body) noexcept {
     sender_->cancel_stream(this);
     return;
   }
-  if (auto w = take_waiter()) w.resume();
+  if (wake) wake.resume();
 }
 
 void client_stream::on_credit(std::uint32_t bytes) noexcept {
+  // The writer is taken with the credit it may use, in one critical section: one taken after
+  // could be a writer that spent this credit already and parked for more.
+  std::coroutine_handle<> w;
   {
     std::lock_guard lk(mutex_);
     credit_ += bytes;
+    if (credit_ > 0) w = std::exchange(writer_, {});
   }
-  wake_writer();
+  if (w) sender_->resume_later(w);
 }
 
 void client_stream::wake_writer() noexcept {

@@ -4,18 +4,14 @@
 
 namespace corvid::detail {
 
-stream_inbox::pushed stream_inbox::push(std::string_view body) {
+stream_inbox::pushed stream_inbox::push(std::string_view body, std::coroutine_handle<>& wake) {
   std::lock_guard lk(mutex_);
   if (ended_) return pushed::dropped;  // a late item of a stream the consumer left
   if (buffered_ >= window_) return pushed::over;
   items_.emplace_back(body);
   buffered_ += protocol::stream_item_cost(body.size());
+  wake = std::exchange(waiter_, {});
   return pushed::kept;
-}
-
-std::coroutine_handle<> stream_inbox::take_waiter() noexcept {
-  std::lock_guard lk(mutex_);
-  return std::exchange(waiter_, {});
 }
 
 std::coroutine_handle<> stream_inbox::end(rpc_error e, bool discard) noexcept {

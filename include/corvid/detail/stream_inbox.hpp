@@ -24,15 +24,17 @@ class stream_inbox {
 
   // Reactor: an item's payload arrived. `over` (nothing kept) if the sender ignored its
   // credit: more than the window is buffered already; `dropped` if the stream has ended.
+  // `wake` (when kept): the consumer waiting for it, to resume once push() returned. Taken in
+  // the same critical section as the item is queued, so it is a consumer this item is owed
+  // to: one taken later could be a consumer that took this item already and waits for the
+  // next, which would wake to an empty inbox.
   enum class pushed { kept, dropped, over };
-  pushed push(std::string_view body);
+  pushed push(std::string_view body, std::coroutine_handle<>& wake);
   // Reactor (or the side ending it): no more items; `e` falsy for a clean end. Only the
   // first end counts. `discard`: items not taken yet are dropped (the consumer gave up, or
   // its deadline passed: it should learn at once, not after a window of stale items).
   // Returns the consumer to resume, if one waits (resume it last).
   std::coroutine_handle<> end(rpc_error e, bool discard = false) noexcept;
-  // The consumer waiting for an item, to resume once push() returned (null if none).
-  std::coroutine_handle<> take_waiter() noexcept;
 
   enum class pulled { item, ended, wait };
   // Consumer: takes the next item into `out`; at the end, `ended`; with nothing there yet,

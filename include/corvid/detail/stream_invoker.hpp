@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <asio/post.hpp>
 
@@ -48,7 +49,8 @@ class stream_call final
   // ---- stream_link (reactor) ----
   void on_item(std::string_view item) override {
     const std::size_t cost = protocol::stream_item_cost(item.size());
-    const pushed result = !traits::streams_in || replied_ ? pushed::dropped : push(item);
+    std::coroutine_handle<> wake;
+    const pushed result = !traits::streams_in || replied_ ? pushed::dropped : push(item, wake);
     if (result != pushed::kept) channel->release_items(cost);  // not kept: its charge returns
     if (result == pushed::dropped) return;
     if (result == pushed::over) {
@@ -59,7 +61,7 @@ class stream_call final
       request_context_access::cancel(ctx);
       return;
     }
-    if (auto w = take_waiter()) w.resume();
+    if (wake) wake.resume();
   }
   void on_writes_closed() override {
     if (auto w = end(rpc_error{})) w.resume();
@@ -73,20 +75,15 @@ class stream_call final
     if (parked_) retry_send();
   }
   void on_cancel() noexcept override {
-    // Not inline: the connection may be walking its running calls.
-    retain();
-    try {
-      asio::post(channel->reactor(), [this] {
-        if (auto w = end(rpc_error(rpc_errc::cancelled, "stream cancelled"), true)) {
-          w.resume();
-        } else if (parked_) {
-          abort_producer();
-        }
-        release();
-      });
-    } catch (...) {  // out of memory posting: the stream ends when the connection closes
-      release();
-    }
+    // Not inline: the connection may be walking its running calls. (Out of memory to post:
+    // the stream ends when the connection closes.)
+    post_held([this] {
+      if (auto w = end(rpc_error(rpc_errc::cancelled, "stream cancelled"), true)) {
+        w.resume();
+      } else if (parked_) {
+        abort_producer();
+      }
+    });
   }
 
   // ---- stream_inbox (the handler's reader) ----
@@ -104,15 +101,8 @@ class stream_call final
       channel->release_items(cost);
       return;
     }
-    retain();  // the handler reads from another thread: the connection's memory is the reactor's
-    try {
-      asio::post(channel->reactor(), [this, cost] {
-        channel->release_items(cost);
-        release();
-      });
-    } catch (...) {
-      release();
-    }
+    // The handler reads from another thread: the connection's memory is the reactor's.
+    post_held([this, cost] { channel->release_items(cost); });
   }
   void retain() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept override {
@@ -125,11 +115,7 @@ class stream_call final
     staged_ = &item;
     if (current_reactor() != &channel->reactor()) {  // the handler moved to another thread
       parked_ = h;
-      retain();
-      asio::post(channel->reactor(), [this] {
-        retry_send();
-        release();
-      });
+      post_held([this] { retry_send(); });  // not posted: parked until the stream is cancelled
       return false;
     }
     if (ctx.cancelled()) {
@@ -144,13 +130,10 @@ class stream_call final
     return false;
   }
   void finished(std::coroutine_handle<> h, std::exception_ptr error) noexcept override {
-    retain();
-    if (current_reactor() != &channel->reactor()) {
-      try {
-        asio::post(channel->reactor(), [this, h, error] { finish(h, error); });
-        return;
-      } catch (...) {  // no memory to post: finish here, as a call does
-      }
+    // On another thread: finished on the reactor (no memory to post: here, as a call does).
+    if (current_reactor() != &channel->reactor() &&
+        post_held([this, h, error] { finish(h, error); })) {
+      return;
     }
     finish(h, error);
   }
@@ -298,15 +281,9 @@ class stream_call final
     h.resume();  // last: the stream may finish and free this
   }
   void schedule_abort() {
-    retain();
-    try {
-      asio::post(channel->reactor(), [this] {
-        if (parked_) abort_producer();
-        release();
-      });
-    } catch (...) {
-      release();
-    }
+    post_held([this] {
+      if (parked_) abort_producer();
+    });
   }
   // A cancelled stream's producer is not resumed: destroyed where it waits.
   void abort_producer() {
@@ -334,8 +311,7 @@ class stream_call final
     producer_ = {};
     parked_ = {};
     h.destroy();
-    end_call();
-    release();  // finished()'s own reference
+    end_call();  // last: it may free this
   }
   void end_call() noexcept {
     if (waiting_writable_) channel->forget_writable(this);
@@ -344,6 +320,28 @@ class stream_call final
     channel->stream_closed();
     channel->call_finished(ctx);
     release();  // the call's reference
+  }
+
+  // Runs `fn` on the connection's reactor, holding a reference to this call until it has run
+  // or a stopped reactor destroyed it unrun (stop() returns once no call runs, but work posted
+  // by a call's last moments may still be queued). False if it could not be posted.
+  template <class Fn>
+  bool post_held(Fn fn) noexcept {
+    struct held {
+      stream_call* call;
+      explicit held(stream_call* c) noexcept : call(c) { call->retain(); }
+      held(held&& o) noexcept : call(std::exchange(o.call, nullptr)) {}
+      held& operator=(held&&) = delete;
+      ~held() {
+        if (call != nullptr) call->release();
+      }
+    };
+    try {
+      asio::post(channel->reactor(), [ref = held(this), fn = std::move(fn)]() mutable { fn(); });
+      return true;
+    } catch (...) {
+      return false;
+    }
   }
 
   std::atomic<int> refs_{1};  // the call's own; the reader and posted work add theirs
