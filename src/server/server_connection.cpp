@@ -160,7 +160,7 @@ bool server_connection::has_time_limits() const noexcept {
   const server_config& c = core_.config;
   return c.idle_timeout.count() > 0 || c.frame_read_timeout.count() > 0 ||
          c.heartbeat_interval.count() > 0 || c.heartbeat_timeout.count() > 0 ||
-         c.write_timeout.count() > 0;
+         c.write_timeout.count() > 0 || c.stream_idle_timeout.count() > 0;
 }
 
 std::chrono::milliseconds server_connection::stall_grace() const noexcept {
@@ -185,6 +185,8 @@ std::chrono::steady_clock::time_point server_connection::next_check() const noex
     if (writing_) t = std::min(t, write_moved_ + c.write_timeout);
     t = std::min(t, now + c.write_timeout / 2);
   }
+  if (c.stream_idle_timeout.count() > 0 && open_streams_ != 0)
+    t = std::min(t, next_stream_look(now));
   // A frame may start later: look again within frame_read_timeout.
   if (c.frame_read_timeout.count() > 0) t = std::min(t, now + c.frame_read_timeout);
   // Paused by a limit, the connection reads nothing, so it would not see its peer leave.
@@ -261,12 +263,35 @@ void server_connection::on_timer() {
     }
     last_activity_ = now;  // busy: idle counts from now
   }
+  if (c.stream_idle_timeout.count() > 0 && open_streams_ != 0) end_idle_streams(now);
   if (frames_.clock.take_ping(now, c.heartbeat_interval)) {
     core_.stats.on_ping();
     queue_control(protocol::msg_type::ping, 0);
     flush();
   }
   arm_timer();
+}
+
+std::chrono::steady_clock::time_point server_connection::next_stream_look(
+    time_point now) const noexcept {
+  return now + std::max(core_.config.stream_idle_timeout / 4, std::chrono::milliseconds(1));
+}
+
+void server_connection::end_idle_streams(time_point now) {
+  const auto limit = core_.config.stream_idle_timeout;
+  bool ended = false;
+  running_.for_each([&](request_context* c) {
+    stream_link* s = request_context_access::stream(*c);
+    if (s == nullptr || c->cancelled()) return;
+    if (s->moved != s->moved_at_look || s->still_since == time_point{}) {
+      s->moved_at_look = s->moved;
+      s->still_since = now;
+    } else if (now - s->still_since >= limit) {
+      s->on_idle(limit);
+      ended = true;
+    }
+  });
+  if (ended) flush();
 }
 
 void server_connection::read_more() {
@@ -749,6 +774,11 @@ bool server_connection::admit_stream(std::uint64_t request_id) {
     return false;
   }
   ++open_streams_;
+  // Its idle check: the regular one may be armed for later than a quarter of the limit.
+  if (core_.config.stream_idle_timeout.count() > 0 && timer_) {
+    const time_point look = next_stream_look(std::chrono::steady_clock::now());
+    if (look < timer_->expiry()) recheck_at(look);
+  }
   return true;
 }
 
@@ -773,11 +803,12 @@ outbound_queue* server_connection::begin_item(std::uint64_t request_id, std::siz
   return &pending_;
 }
 
-void server_connection::end_item() {
+void server_connection::end_item(std::size_t owned_bytes) {
   protocol::frame_header h;
   h.type = protocol::msg_type::stream_item;
   h.request_id = reply_id_;
-  h.body_length = static_cast<std::uint32_t>(pending_.mark() - reply_mark_ - protocol::header_size);
+  h.body_length = static_cast<std::uint32_t>(pending_.mark() - reply_mark_ - protocol::header_size +
+                                             owned_bytes);
   protocol::encode_header(h, pending_.at(reply_mark_));
   reply_open_ = false;
   frame_queued();

@@ -53,7 +53,7 @@ class server_connection final : public reply_channel {
   void call_started(request_context& ctx) noexcept override;
   void call_finished(request_context& ctx) noexcept override;
   outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) override;
-  void end_item() override;
+  void end_item(std::size_t owned_bytes) override;
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
   void wait_writable(stream_link* link) override { writable_waiters_.push_back(link); }
   void release_items(std::size_t cost) noexcept override { mem_.call_done(cost); }
@@ -178,6 +178,10 @@ class server_connection final : public reply_channel {
   void watch_hangup();
   std::chrono::milliseconds probe_interval() const noexcept;
   std::chrono::steady_clock::time_point next_check() const noexcept;
+  // Streams: when to look for idle ones next, and ending those idle for stream_idle_timeout.
+  std::chrono::steady_clock::time_point next_stream_look(
+      std::chrono::steady_clock::time_point now) const noexcept;
+  void end_idle_streams(std::chrono::steady_clock::time_point now);
   void arm_timer();
   void on_timer();
 

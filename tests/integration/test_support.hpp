@@ -17,6 +17,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "eventually.hpp"
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -83,15 +84,10 @@ inline corvid::task<corvid::rpc_error> connect(corvid::rpc_client& c, std::strin
   co_return co_await c.connect(ep);
 }
 
-// Polls `pred` every 10 ms until it holds or `limit` passes; the final answer of `pred`.
+// Polls `pred` until it holds or `limit` passes; the final answer of `pred`.
 template <class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
+  return corvid::test::eventually(std::move(pred), limit);
 }
 
 // Resident set size of this process, from /proc.

@@ -2,18 +2,12 @@
 // under a send flood (the provider's RNR counter shows it ran out), RNR retries forced to 0,
 // the pool watermark, and a peer process killed mid-call. Every call ends, with a value or a
 // clear error; nothing hangs.
-#include <csignal>
-#include <cstdio>
 #include <optional>
-#include <spawn.h>
-#include <unistd.h>
 #include <vector>
 
+#include "peer_process.hpp"
 #include "rdma/rdma_context.hpp"
 #include "rdma_support.hpp"
-#include <sys/wait.h>
-
-extern char** environ;
 
 namespace corvid_rdma_test {
 namespace {
@@ -135,44 +129,10 @@ TEST(rdma_failure, pool_watermark_refuses_a_new_connection_and_keeps_the_old) {
 
 #ifdef CORVID_RDMA_PEER
 // The peer: a separate process (tests/rdma/rdma_test_peer.cpp) serving block_ms over RDMA.
-class peer_process {
- public:
-  peer_process() {
-    int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, out[0]);
-    char* argv[] = {const_cast<char*>(CORVID_RDMA_PEER), nullptr};
-    const int rc = posix_spawn(&pid_, CORVID_RDMA_PEER, &fa, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(out[1]);
-    if (rc != 0) throw std::runtime_error("spawn " + std::string(CORVID_RDMA_PEER));
-    FILE* f = ::fdopen(out[0], "r");
-    unsigned p = 0;
-    if (std::fscanf(f, "port %u", &p) != 1) throw std::runtime_error("peer did not start");
-    std::fclose(f);
-    port_ = static_cast<std::uint16_t>(p);
-  }
-  ~peer_process() { kill(); }
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  pid_t pid_ = -1;
-  std::uint16_t port_ = 0;
-};
-
 TEST(rdma_failure, peer_killed_mid_call_ends_pending_calls_with_connection_closed) {
-  peer_process peer;
+  corvid::test::peer_process peer(CORVID_RDMA_PEER);
   corvid::rpc_client client;
-  connect_rdma(client, peer.endpoint());
+  connect_rdma(client, "127.0.0.1:" + std::to_string(peer.port()));
   ASSERT_TRUE(run(client.call<add>(1, 2)));  // the link works
   const auto begin = std::chrono::steady_clock::now();
   auto results = corvid::sync_wait([&]() -> corvid::task<std::vector<corvid::rpc_error>> {

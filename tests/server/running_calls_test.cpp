@@ -33,7 +33,7 @@ struct null_channel final : corvid::detail::reply_channel {
   corvid::detail::outbound_queue* begin_item(std::uint64_t, std::size_t) override {
     return nullptr;
   }
-  void end_item() override {}
+  void end_item(std::size_t) override {}
   void send_credit(std::uint64_t, std::uint32_t) override {}
   void wait_writable(corvid::detail::stream_link*) override {}
   void forget_writable(corvid::detail::stream_link*) noexcept override {}

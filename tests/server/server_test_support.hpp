@@ -14,6 +14,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "eventually.hpp"
 #include "slowdown.hpp"
 
 namespace corvid_server_test {
@@ -64,15 +65,10 @@ result_t<F> await(corvid::async_reply_t<F>& reply) {
   }());
 }
 
-// Polls `pred` every millisecond until it holds or `limit` (scaled) passes.
+// Polls `pred` until it holds or `limit` (scaled) passes.
 template <class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
-  const auto until = std::chrono::steady_clock::now() + corvid::test::patience(limit);
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
+  return corvid::test::eventually(std::move(pred), corvid::test::patience(limit));
 }
 
 // A blocking socket speaking frames by hand.

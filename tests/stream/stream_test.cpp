@@ -10,71 +10,16 @@
 
 #include <corvid/corvid.hpp>
 
-#include "connect.hpp"
 #include "slowdown.hpp"
 #include "stream_handlers.hpp"
-#include "test_certs.hpp"
+#include "stream_server.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using namespace corvid_test::streams;
-
-enum class transport { tcp, unix_socket, tls };
-
-const corvid::test::test_certs& certs() {
-  static const corvid::test::test_certs c;
-  return c;
-}
-
-class stream_server {
- public:
-  explicit stream_server(transport t = transport::tcp, corvid::server_config cfg = config())
-      : transport_(t) {
-    if (t == transport::unix_socket) {
-      path_ = (std::filesystem::temp_directory_path() /
-               ("corvid-stream-" + std::to_string(::getpid()) + ".sock"))
-                  .string();
-      std::filesystem::remove(path_);
-      cfg.address = "unix:" + path_;
-    }
-    server_ = std::make_unique<corvid::rpc_server>(std::move(cfg));
-    register_all(*server_);
-    if (t == transport::tls) {
-      auto e = server_->init_tls(
-          {.certificate_chain_file = certs().server_cert, .private_key_file = certs().server_key});
-      if (e) throw std::runtime_error(e.message());
-    }
-    if (auto e = server_->async_start()) throw std::runtime_error(e.message());
-  }
-  static corvid::server_config config() {
-    corvid::server_config c;
-    c.address = "127.0.0.1";
-    c.io_threads = 2;
-    return c;
-  }
-  std::string endpoint() const {
-    if (transport_ == transport::unix_socket) return "unix:" + path_;
-    return (transport_ == transport::tls ? "localhost:" : "127.0.0.1:") +
-           std::to_string(server_->port());
-  }
-  // A client connected over this server's transport.
-  std::unique_ptr<corvid::rpc_client> connect(corvid::client_config cfg = {}) const {
-    auto c = std::make_unique<corvid::rpc_client>(cfg);
-    if (transport_ == transport::tls) {
-      if (auto e = c->init_tls({.ca_file = certs().ca})) throw std::runtime_error(e.message());
-    }
-    if (auto e = corvid::sync_wait(corvid::test::connect_task(*c, endpoint())))
-      throw std::runtime_error(e.message());
-    return c;
-  }
-  corvid::rpc_server& server() { return *server_; }
-
- private:
-  transport transport_;
-  std::string path_;
-  std::unique_ptr<corvid::rpc_server> server_;
-};
+using corvid::test::stream_server;
+using corvid::test::transport;
 
 class each_transport : public ::testing::TestWithParam<transport> {};
 

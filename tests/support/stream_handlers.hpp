@@ -73,12 +73,36 @@ inline corvid::stream<std::string> oversize_then_small(std::uint32_t big) {
   if (refused) co_yield std::string("small");
 }
 
+// What watched_upload saw, for the tests that kill its client.
+struct upload_probe {
+  std::atomic<int> started{0};
+  std::atomic<int> items{0};
+  std::atomic<int> ended{0};
+  std::atomic<int> end_code{-1};  // the reader's error() at its end (0: a clean end)
+};
+inline upload_probe& uploads() {
+  static upload_probe p;
+  return p;
+}
+// Reads to the end like upload, telling uploads() how far it got and how it ended.
+inline corvid::task<std::size_t> watched_upload(corvid::stream_reader<std::string> in) {
+  ++uploads().started;
+  std::size_t total = 0;
+  while (auto chunk = co_await in.next()) {
+    total += chunk->size();
+    ++uploads().items;
+  }
+  uploads().end_code = static_cast<int>(in.error().code());
+  ++uploads().ended;
+  co_return total;
+}
+
 // A plain call, for interleaving with streams.
 inline int twice(int x) { return 2 * x; }
 
 inline void register_all(corvid::rpc_server& server) {
   server.register_handler<count_to, upload, chat, fails_after, blobs, endless, twice, lazy_upload,
-                          oversize_then_small>();
+                          oversize_then_small, watched_upload>();
 }
 
 // Reads count_to(n) to its end.

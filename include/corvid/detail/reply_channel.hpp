@@ -53,7 +53,9 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // for it now: wait_writable() then tells the stream when it has. Throws std::length_error
   // for an item larger than max_frame_size.
   virtual outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) = 0;
-  virtual void end_item() = 0;
+  // `owned_bytes`: what the item appended as owned segments (append_owned), which the
+  // queue's mark does not count.
+  virtual void end_item(std::size_t owned_bytes) = 0;
   // Grants the client `bytes` more credit on stream `request_id`.
   virtual void send_credit(std::uint64_t request_id, std::uint32_t bytes) = 0;
   // link->on_writable() once the queued replies drain (once per call of this).

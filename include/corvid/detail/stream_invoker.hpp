@@ -26,6 +26,8 @@ namespace corvid::detail {
 
 // Bytes the server lets a client write ahead on one stream (and holds for it at most).
 inline constexpr std::size_t server_stream_window = protocol::initial_stream_credit;
+// String items this large are queued without a copy (like a reply's large attachment).
+inline constexpr std::size_t zero_copy_item_bytes = 64 * 1024;
 
 template <auto F>
 class stream_call final
@@ -48,6 +50,7 @@ class stream_call final
 
   // ---- stream_link (reactor) ----
   void on_item(std::string_view item) override {
+    ++moved;
     const std::size_t cost = protocol::stream_item_cost(item.size());
     std::coroutine_handle<> wake;
     const pushed result = !traits::streams_in || replied_ ? pushed::dropped : push(item, wake);
@@ -64,9 +67,11 @@ class stream_call final
     if (wake) wake.resume();
   }
   void on_writes_closed() override {
+    ++moved;
     if (auto w = end(rpc_error{})) w.resume();
   }
   void on_credit(std::uint32_t bytes) override {
+    ++moved;
     credit_ += bytes;
     if (parked_ && credit_ > 0) retry_send();
   }
@@ -85,10 +90,28 @@ class stream_call final
       }
     });
   }
+  void on_idle(std::chrono::milliseconds limit) noexcept override {
+    if (!replied_) {
+      replied_ = true;
+      try {
+        channel->reply_error(
+            request_id, rpc_errc::timeout,
+            "stream idle for " + std::to_string(limit.count()) +
+                " ms: nothing moved either way (server_config::stream_idle_timeout)");
+      } catch (...) {  // no memory for the reply: the client's own deadline, or its close, ends it
+      }
+    }
+    request_context_access::cancel(ctx);  // on_cancel ends the stream here
+  }
 
   // ---- stream_inbox (the handler's reader) ----
   void grant(std::uint32_t bytes) noexcept override {
+    if (current_reactor() != &channel->reactor()) {  // the handler reads on another thread
+      post_held([this, bytes] { grant(bytes); });
+      return;
+    }
     if (!ctx.cancelled()) {
+      ++moved;
       try {
         channel->send_credit(request_id, bytes);
       } catch (...) {  // no memory for a credit frame: the client waits; the stream may stall
@@ -247,8 +270,19 @@ class stream_call final
         }
         return false;
       }
-      codec::encode(*out, item);
-      channel->end_item();
+      std::size_t owned = 0;
+      if constexpr (std::is_same_v<T, std::string>) {
+        if (item.size() >= zero_copy_item_bytes) {
+          // Queued as it is (moved: the promise's own copy), gathered by the write.
+          const std::uint32_t len = codec::length_prefix(item.size());
+          codec::write_varint(out->extend(codec::varint_size(len)), len);
+          owned = item.size();
+          out->append_owned(std::move(item));
+        }
+      }
+      if (owned == 0) codec::encode(*out, item);
+      channel->end_item(owned);
+      ++moved;
       credit_ -= static_cast<std::int64_t>(protocol::stream_item_cost(payload));
       return true;
     } else {

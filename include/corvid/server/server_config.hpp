@@ -58,6 +58,12 @@ struct server_config {
   // above). One more is refused at once with server_busy naming this limit: unlike a call,
   // a stream may last indefinitely, so waiting for a slot could wait forever.
   std::size_t max_streams_per_connection = 512;
+  // A stream on which nothing moves either way for this long (no item, no credit, no end:
+  // a client that stopped reading or writing, or a handler that stopped producing) is ended:
+  // the client gets `timeout`, the handler is cancelled (0 = never). Seen within a quarter
+  // of it more. A stream that waits on purpose (a subscription with rare events) needs a
+  // longer one, or items of its own now and then.
+  std::chrono::milliseconds stream_idle_timeout{300'000};
   // Bytes one connection's running calls may hold: their request copies, decoded arguments
   // and call state (coroutine frames estimated). A request that could never fit is answered
   // message_too_large; otherwise the connection waits like at the server's limit.
