@@ -45,12 +45,14 @@ void client_stream::on_item(std::string_view body) noexcept {
   } catch (...) {  // bad_alloc
   }
   if (result == pushed::dropped) return;
-  if (result == pushed::over) {
-    // The server sent past our credit (or we are out of memory): end the stream here.
-    if (auto w = end(rpc_error(rpc_errc::protocol_error,
-                               "server sent stream items past the client's credit"))) {
-      sender_->resume_later(w);
-    }
+  if (result == pushed::malformed || result == pushed::over) {
+    // A bad item (or past our credit, or no memory for it) ends the stream here, after the
+    // good items before it; the cancel tells the server.
+    finish(rpc_error(rpc_errc::protocol_error,
+                     result == pushed::malformed
+                         ? "stream item does not decode as the reader's type"
+                         : "server sent stream items past the client's credit"),
+           false);
     sender_->cancel_stream(this);
     return;
   }

@@ -1,5 +1,6 @@
 #include "corvid/detail/stream_inbox.hpp"
 
+#include "corvid/codec/reader.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
 namespace corvid::detail {
@@ -8,7 +9,14 @@ stream_inbox::pushed stream_inbox::push(std::string_view body, std::coroutine_ha
   std::lock_guard lk(mutex_);
   if (ended_) return pushed::dropped;  // a late item of a stream the consumer left
   if (buffered_ >= window_) return pushed::over;
-  items_.emplace_back(body);
+  if (bare_strings_) {
+    codec::reader r(body);
+    std::uint32_t n = 0;
+    if (r.read_varint(n) != codec::decode_errc::ok || n != r.remaining()) return pushed::malformed;
+    items_.emplace_back(r.rest());
+  } else {
+    items_.emplace_back(body);
+  }
   buffered_ += protocol::stream_item_cost(body.size());
   wake = std::exchange(waiter_, {});
   return pushed::kept;
@@ -19,14 +27,16 @@ std::coroutine_handle<> stream_inbox::end(rpc_error e, bool discard) noexcept {
   std::coroutine_handle<> w;
   {
     std::lock_guard lk(mutex_);
-    if (!ended_) {
-      ended_ = true;
-      error_ = std::move(e);
-    }
-    if (discard) {
+    bool missed = false;
+    if (discard && !items_.empty()) {
       items_.clear();
       dropped = std::exchange(buffered_, 0);
+      missed = true;
     }
+    // The first end says why; but a consumer that misses items never sees a clean end (one
+    // ended cleanly, then cancelled before its consumer read everything, says cancelled).
+    if (!ended_ || (missed && !error_)) error_ = std::move(e);
+    ended_ = true;
     w = std::exchange(waiter_, {});
   }
   if (dropped != 0) on_taken(dropped);
@@ -35,6 +45,7 @@ std::coroutine_handle<> stream_inbox::end(rpc_error e, bool discard) noexcept {
 
 stream_inbox::pulled stream_inbox::pull(std::string& out, std::coroutine_handle<> h) {
   std::uint32_t grant_now = 0;
+  std::size_t cost = 0;
   {
     std::lock_guard lk(mutex_);
     if (items_.empty()) {
@@ -44,7 +55,7 @@ stream_inbox::pulled stream_inbox::pull(std::string& out, std::coroutine_handle<
     }
     out = std::move(items_.front());
     items_.pop_front();
-    const std::size_t cost = protocol::stream_item_cost(out.size());
+    cost = item_cost(out);
     buffered_ -= cost;
     taken_ += cost;
     // Granted back in quarters of the window: one credit frame per several items, and the
@@ -52,9 +63,16 @@ stream_inbox::pulled stream_inbox::pull(std::string& out, std::coroutine_handle<
     if (!ended_ && taken_ >= window_ / 4)
       grant_now = static_cast<std::uint32_t>(std::exchange(taken_, 0));
   }
-  on_taken(protocol::stream_item_cost(out.size()));
+  on_taken(cost);
   if (grant_now != 0) grant(grant_now);
   return pulled::item;
+}
+
+std::size_t stream_inbox::item_cost(const std::string& item) const noexcept {
+  // What the item cost as it arrived: a bare string has lost its length prefix since.
+  const std::size_t prefix =
+      bare_strings_ ? codec::varint_size(static_cast<std::uint32_t>(item.size())) : 0;
+  return protocol::stream_item_cost(item.size() + prefix);
 }
 
 bool stream_inbox::ended() const {

@@ -88,6 +88,42 @@ TEST(bad_reply, error_status_carries_the_message) {
   EXPECT_EQ(e.message(), "overloaded");
 }
 
+corvid::stream<std::string> words(int n) {
+  for (int i = 0; i < n; ++i) co_yield std::to_string(i);
+}
+
+// A stream item is taken apart as it arrives when the reader wants strings: one that is not
+// exactly one encoded string (a prefix claiming more bytes than follow, or fewer) ends the
+// stream with protocol_error, after the good items before it.
+TEST(bad_reply, stream_items_that_are_not_one_string_end_the_stream) {
+  // "\x05" "ab": 5 bytes claimed, 2 follow; "\x01" "ab": 1 claimed, 2 follow; nothing at all.
+  for (const std::string& bad : {std::string("\x05"
+                                             "ab"),
+                                 std::string("\x01"
+                                             "ab"),
+                                 std::string()}) {
+    fake_server fake([&](std::uint64_t id) {
+      corvid::protocol::frame_header h;
+      h.type = corvid::protocol::msg_type::stream_item;
+      h.request_id = id;
+      return frame_bytes(h, std::string("\x02ok")) + frame_bytes(h, bad);
+    });
+    corvid::rpc_client client;
+    ASSERT_FALSE(corvid::sync_wait(connect(client, fake.endpoint())));
+    auto [items, err] = corvid::sync_wait(
+        [&]() -> corvid::task<std::pair<std::vector<std::string>, corvid::rpc_error>> {
+          std::vector<std::string> got;
+          auto s = co_await client.stream_with<words>({5s, {}}, 3);
+          if (!s) co_return std::pair{got, s.error()};
+          while (auto w = co_await s->next()) got.push_back(*w);
+          co_return std::pair{got, s->error()};
+        }());
+    EXPECT_EQ(items, std::vector<std::string>{"ok"});
+    EXPECT_EQ(err.code(), corvid::rpc_errc::protocol_error) << err.message();
+    client.close();
+  }
+}
+
 TEST(bad_reply, server_closes_mid_call) {
   fake_server fake([](std::uint64_t id) { return response(id, "").substr(0, 10); });
   // Half a header, then the fake server waits for us; our deadline is 5 s, but the

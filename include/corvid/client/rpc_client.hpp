@@ -225,7 +225,11 @@ class rpc_client {
     using params = detail::wire_params_t<F>;
     static_assert(sizeof...(Args) == std::tuple_size_v<params>,
                   "corvid: wrong number of arguments for this RPC function");
-    auto* s = new detail::client_stream(stream_sender());
+    auto* s = new detail::client_stream(
+        stream_sender(),
+        std::is_same_v<
+            typename detail::owning<typename detail::function_traits<decltype(F)>::out_item>::type,
+            std::string>);
     s->add_ref();  // one reference for the connection, one for the caller
     submit_encoded<F>(s, options, std::forward<Args>(args)...);
     // Refused before it was filed (not connected, too large, client_busy): it has no id.

@@ -18,8 +18,11 @@ namespace corvid::detail {
 class stream_inbox {
  public:
   // `window`: the credit the receiver gives its sender, and so what it holds at most (the
-  // sender may overshoot by one item).
-  explicit stream_inbox(std::size_t window) noexcept : window_(window) {}
+  // sender may overshoot by one item). `bare_strings`: the items are strings (the reader's
+  // type is std::string), kept without their length prefix so the reader takes them as they
+  // are instead of decoding (copying) each again.
+  explicit stream_inbox(std::size_t window, bool bare_strings = false) noexcept
+      : window_(window), bare_strings_(bare_strings) {}
   virtual ~stream_inbox() = default;
 
   // Reactor: an item's payload arrived. `over` (nothing kept) if the sender ignored its
@@ -28,7 +31,8 @@ class stream_inbox {
   // the same critical section as the item is queued, so it is a consumer this item is owed
   // to: one taken later could be a consumer that took this item already and waits for the
   // next, which would wake to an empty inbox.
-  enum class pushed { kept, dropped, over };
+  // `malformed` (bare_strings): the item is not one encoded string.
+  enum class pushed { kept, dropped, over, malformed };
   pushed push(std::string_view body, std::coroutine_handle<>& wake);
   // Reactor (or the side ending it): no more items; `e` falsy for a clean end. Only the
   // first end counts. `discard`: items not taken yet are dropped (the consumer gave up, or
@@ -41,6 +45,7 @@ class stream_inbox {
   // `wait` and `h` is resumed on the reactor when an item or the end arrives.
   pulled pull(std::string& out, std::coroutine_handle<> h);
   bool ended() const;
+  bool bare_strings() const noexcept { return bare_strings_; }
   // Why the stream ended (falsy: a clean end, or not ended yet).
   rpc_error error() const;
 
@@ -56,7 +61,9 @@ class stream_inbox {
   virtual void release() noexcept = 0;
 
  private:
+  std::size_t item_cost(const std::string& item) const noexcept;
   const std::size_t window_;
+  const bool bare_strings_;
   mutable std::mutex mutex_;
   std::deque<std::string> items_;
   std::size_t buffered_ = 0;  // credit cost of items_

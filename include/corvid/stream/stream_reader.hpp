@@ -11,6 +11,7 @@
 #include <coroutine>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "corvid/codec/codec.hpp"
@@ -61,6 +62,12 @@ class stream_reader {
           break;
       }
       got_ = true;
+      if constexpr (std::is_same_v<T, std::string>) {
+        if (in_->bare_strings()) {  // kept without its prefix: the item as it is
+          item_.emplace(std::move(body));
+          return true;
+        }
+      }
       T value{};
       if (codec::decode(std::string_view(body), value) != codec::decode_errc::ok) {
         // The sender's item does not decode as T: the stream cannot go on.
