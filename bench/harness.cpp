@@ -109,6 +109,7 @@ harness::harness(const harness_config& cfg) {
     cc.max_queued_request_bytes = cfg.client_queue;
     cc.tls = client_tls;
     cc.busy_poll = cfg.busy_poll;
+    cc.stream_window = cfg.stream_window;
     auto c = std::make_unique<rpc_client>(cc);
     if (cfg.transport == "rdma") {
       if (auto ec = c->init_ibv(cfg.rdma)) throw std::runtime_error("init_ibv: " + ec.message());

@@ -28,6 +28,7 @@ struct harness_config {
   bool server_coalesce = true;
   bool client_coalesce = true;
   std::chrono::microseconds busy_poll{0};  // server and client reactors (0 = off)
+  std::size_t stream_window = client_config{}.stream_window;  // the clients'
 };
 
 class harness {

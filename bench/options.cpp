@@ -48,6 +48,7 @@ options:
   --busy-poll US           reactors spin up to US microseconds before sleeping (default 0 =
                            off; `latency`: the budget of its "on" rows, default 1000)
   --rounds N               `latency`: interleaved rounds (default 3)
+  --stream-window BYTES    `stream`: the client's per-stream credit window (default 256K)
   --no-sockperf            `latency`: skip the sockperf rows
   --csv FILE --json FILE --plot FILE.png
 )";
@@ -159,6 +160,8 @@ options parse_options(int argc, char** argv) {
       const long us = std::atol(value("--busy-poll").c_str());
       if (us < 0) fail("--busy-poll must be >= 0 microseconds");
       o.busy_poll = std::chrono::microseconds(us);
+    } else if (a == "--stream-window") {
+      o.stream_window = static_cast<std::size_t>(std::atoll(value("--stream-window").c_str()));
     } else if (a == "--rounds") {
       o.rounds = std::atoi(value("--rounds").c_str());
       if (o.rounds < 1) fail("--rounds must be positive");

@@ -40,6 +40,8 @@ struct options {
   // server_config/client_config::busy_poll of the bench's server and clients (0 = off);
   // `latency` compares off with this budget (default there: 1000 us).
   std::chrono::microseconds busy_poll{0};
+  // `stream`: the clients' client_config::stream_window (0 = the library's default).
+  std::size_t stream_window = 0;
   bool sockperf = true;  // latency: also run sockperf (--no-sockperf skips it)
   int rounds = 3;        // latency: interleaved rounds, the median is reported
 };

@@ -49,6 +49,7 @@ int run_stream_experiment(const options& o) {
   hc.tls = o.tls;
   hc.rdma = rdma_config(o);
   hc.pin = o.pin;
+  if (o.stream_window != 0) hc.stream_window = o.stream_window;
   harness h(hc);
   rpc_client& c = *h.clients()[0];
   table t{{"item size", "streams / callers", "stream items/s", "stream Gb/s", "unary qps",

@@ -1041,6 +1041,7 @@ void server_connection::call_finished(request_context& ctx) noexcept {
 void server_connection::flush(time_point now) {
   if (writing_ || closed_ || pending_.empty()) return;
   std::swap(pending_, frames_.sending());
+  writing_waiters_.swap(written_waiters_);  // (the write before has told its own)
   writing_ = true;
   if (core_.config.write_timeout.count() > 0) {
     write_moved_ = now != time_point{} ? now : std::chrono::steady_clock::now();
@@ -1053,9 +1054,27 @@ void server_connection::flush(time_point now) {
                 [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
 }
 
+std::size_t server_connection::stream_window() const noexcept {
+  return std::clamp<std::size_t>(core_.config.stream_window, 1, UINT32_MAX);
+}
+
+void server_connection::wait_written(stream_link* link) {
+  if (closed_) {
+    link->on_written();  // nothing queued now will be written
+    return;
+  }
+  written_waiters_.push_back(link);
+}
+
+void server_connection::tell_written(std::vector<stream_link*>& links) noexcept {
+  for (stream_link* link : links) link->on_written();
+  links.clear();
+}
+
 void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   writing_ = false;
   frames_.end_write(n, core_.stats);
+  tell_written(writing_waiters_);  // its borrowed items are no longer referenced
   metrics_.sent(n);
   if (ec) {
     close();
@@ -1146,6 +1165,8 @@ void server_connection::close() {
     mem_.settle_read(0);
   }
   cancel_all_running();  // nobody will read their replies
+  tell_written(
+      written_waiters_);  // queued, never to be written (the write in flight tells its own)
   if (rdma_next_) rdma_next_->close();
   // An RDMA stream is counted closed once it has let its last SENDs complete (a draining
   // server's final replies), so stop() does not tear the reactors down under them.

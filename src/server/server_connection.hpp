@@ -60,6 +60,8 @@ class server_connection final : public reply_channel {
   bool admit_stream(std::uint64_t request_id) override;
   void stream_closed() noexcept override { --open_streams_; }
   void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
+  void wait_written(stream_link* link) override;
+  std::size_t stream_window() const noexcept override;
   bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }
@@ -207,7 +209,11 @@ class server_connection final : public reply_channel {
   running_calls running_;               // coroutine calls in flight, by request id
   method_limit* call_limit_ = nullptr;  // the limit invoke_limited holds for the call starting
   std::vector<stream_link*> writable_waiters_;  // streams parked for queue room
-  std::size_t open_streams_ = 0;                // admit_stream() minus stream_closed()
+  // Streams whose borrowed items are queued: in pending_, and in the write in flight.
+  std::vector<stream_link*> written_waiters_;
+  std::vector<stream_link*> writing_waiters_;
+  static void tell_written(std::vector<stream_link*>& links) noexcept;
+  std::size_t open_streams_ = 0;  // admit_stream() minus stream_closed()
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::size_t in_flight_ = 0;       // coroutine handlers running (cancelled ones included)

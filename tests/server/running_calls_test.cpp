@@ -37,6 +37,7 @@ struct null_channel final : corvid::detail::reply_channel {
   void send_credit(std::uint64_t, std::uint32_t) override {}
   void wait_writable(corvid::detail::stream_link*) override {}
   void forget_writable(corvid::detail::stream_link*) noexcept override {}
+  void wait_written(corvid::detail::stream_link*) override {}
   void release_items(std::size_t) noexcept override {}
   asio::io_context& reactor() noexcept override { return io; }
   std::string peer_address() const override { return {}; }

@@ -1,6 +1,7 @@
 #pragma once
 // The streaming handlers and client routines the stream tests share across transports
 // (tests/stream/ over TCP, Unix sockets and TLS; tests/rdma/ over RDMA).
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <stdexcept>
@@ -97,12 +98,22 @@ inline corvid::task<std::size_t> watched_upload(corvid::stream_reader<std::strin
   co_return total;
 }
 
+// Like blobs, but each item is a view of the producer's own buffer, refilled for the next
+// item: an item written after the producer resumed would arrive with the next one's bytes.
+inline corvid::stream<std::string_view> lent_blobs(std::uint32_t size, std::uint32_t count) {
+  std::string buf(size, ' ');
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::fill(buf.begin(), buf.end(), static_cast<char>('a' + i % 26));
+    co_yield std::string_view(buf);
+  }
+}
+
 // A plain call, for interleaving with streams.
 inline int twice(int x) { return 2 * x; }
 
 inline void register_all(corvid::rpc_server& server) {
   server.register_handler<count_to, upload, chat, fails_after, blobs, endless, twice, lazy_upload,
-                          oversize_then_small, watched_upload>();
+                          oversize_then_small, watched_upload, lent_blobs>();
 }
 
 // Reads count_to(n) to its end.

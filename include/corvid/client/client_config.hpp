@@ -30,6 +30,13 @@ struct client_config {
   // Request attachments at least this large are written from the caller's memory instead of
   // being copied (0 = always copy). The call then completes only after its bytes are written.
   std::size_t zero_copy_threshold = 64 * 1024;
+  // Bytes of items one stream's server may send ahead of this client's reading (its credit
+  // window), and so what the client buffers per stream at most. The server starts every
+  // stream with 256 KiB (about one bandwidth-delay product on loopback); a larger window is
+  // granted with the request. Below 256 KiB counts as 256 KiB. Raise it for items of
+  // hundreds of KiB or more: with items larger than the window, one item is in flight at a
+  // time.
+  std::size_t stream_window = 256 * 1024;
   // Heartbeats (0 = off): after `heartbeat_interval` without hearing from the server the
   // client sends a ping; after `heartbeat_timeout` without hearing anything (reply, ping or
   // pong) the connection is closed as dead and its calls end with connection_closed — so a

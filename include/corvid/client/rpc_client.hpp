@@ -7,6 +7,7 @@
 //   auto r = co_await client.call<echo>("hello");        // expected<std::string, rpc_error>
 //   auto p = co_await client.send_request<add>(1, 2);    // queued; await the reply later
 //   auto s = co_await std::move(p);
+#include <algorithm>
 #include <chrono>
 #include <coroutine>
 #include <memory>
@@ -225,13 +226,21 @@ class rpc_client {
     using params = detail::wire_params_t<F>;
     static_assert(sizeof...(Args) == std::tuple_size_v<params>,
                   "corvid: wrong number of arguments for this RPC function");
+    // The server starts with initial_stream_credit; a larger window is granted right after
+    // the request (the frames stay in order, so the server knows the stream by then).
+    const std::size_t window =
+        std::clamp<std::size_t>(config_.stream_window, protocol::initial_stream_credit, UINT32_MAX);
     auto* s = new detail::client_stream(
         stream_sender(),
         std::is_same_v<
             typename detail::owning<typename detail::function_traits<decltype(F)>::out_item>::type,
-            std::string>);
+            std::string>,
+        window);
     s->add_ref();  // one reference for the connection, one for the caller
     submit_encoded<F>(s, options, std::forward<Args>(args)...);
+    if (window > protocol::initial_stream_credit && s->id != 0) {
+      s->grant(static_cast<std::uint32_t>(window - protocol::initial_stream_credit));
+    }
     // Refused before it was filed (not connected, too large, client_busy): it has no id.
     // A stream that was filed may be done already too (a short stream can end on the
     // reactor before we look): that one is returned, its end is for next() to tell.

@@ -10,6 +10,7 @@
 
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/error.hpp"
+#include "corvid/protocol/frame_header.hpp"
 
 namespace corvid {
 class request_context;
@@ -53,17 +54,22 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // for it now: wait_writable() then tells the stream when it has. Throws std::length_error
   // for an item larger than max_frame_size.
   virtual outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) = 0;
-  // `owned_bytes`: what the item appended as owned segments (append_owned), which the
-  // queue's mark does not count.
+  // `owned_bytes`: what the item appended as owned or borrowed segments (append_owned,
+  // append_borrowed), which the queue's mark does not count.
   virtual void end_item(std::size_t owned_bytes) = 0;
   // Grants the client `bytes` more credit on stream `request_id`.
   virtual void send_credit(std::uint64_t request_id, std::uint32_t bytes) = 0;
   // link->on_writable() once the queued replies drain (once per call of this).
   virtual void wait_writable(stream_link* link) = 0;
   virtual void forget_writable(stream_link* link) noexcept = 0;
+  // Tells `link` (on_written) once everything queued so far has been written, or will never
+  // be (the connection closed): its borrowed item is no longer referenced.
+  virtual void wait_written(stream_link* link) = 0;
   // A stream opens on this connection: false (and the request answered server_busy) at
   // server_config::max_streams_per_connection. Each true is matched by stream_closed().
   virtual bool admit_stream(std::uint64_t request_id) { return request_id != 0; }
+  // The credit window a stream grants its client (server_config::stream_window).
+  virtual std::size_t stream_window() const noexcept { return protocol::initial_stream_credit; }
   virtual void stream_closed() noexcept {}
   // Items the connection charged as they arrived (stream_item_cost each) left a stream's
   // inbox. Reactor thread.

@@ -24,8 +24,6 @@
 
 namespace corvid::detail {
 
-// Bytes the server lets a client write ahead on one stream (and holds for it at most).
-inline constexpr std::size_t server_stream_window = protocol::initial_stream_credit;
 // String items this large are queued without a copy (like a reply's large attachment).
 inline constexpr std::size_t zero_copy_item_bytes = 64 * 1024;
 
@@ -44,7 +42,7 @@ class stream_call final
 
  public:
   stream_call(reply_channel& ch, const request_view& req)
-      : held_request(ch, req), stream_inbox(server_stream_window) {}
+      : held_request(ch, req), stream_inbox(ch.stream_window()) {}
 
   decoded_args_t<F> args;
 
@@ -78,6 +76,19 @@ class stream_call final
   void on_writable() override {
     waiting_writable_ = false;
     if (parked_) retry_send();
+  }
+  void on_written() noexcept override {
+    // Posted: the connection may be closing, walking its running calls.
+    post_held([this] {
+      lent_ = false;
+      if (!parked_) return;
+      if (ctx.cancelled()) {
+        abort_producer();
+        return;
+      }
+      auto h = std::exchange(parked_, {});
+      h.resume();  // last: the stream may finish and free this
+    });
   }
   void on_cancel() noexcept override {
     // Not inline: the connection may be walking its running calls. (Out of memory to post:
@@ -148,8 +159,8 @@ class stream_call final
     }
     // Parked only once it did not throw: an oversized item throws out of this co_yield into
     // the handler, which then goes on (or ends); no later credit may resume it from here.
-    if (credit_ > 0 && send_staged()) return true;
-    parked_ = h;
+    if (credit_ > 0 && send_staged() && !lent_) return true;
+    parked_ = h;  // no credit, no room, or its item lent to the write until written
     return false;
   }
   void finished(std::coroutine_handle<> h, std::exception_ptr error) noexcept override {
@@ -280,6 +291,18 @@ class stream_call final
           out->append_owned(std::move(item));
         }
       }
+      if constexpr (std::is_same_v<T, std::string_view>) {
+        if (item.size() >= zero_copy_item_bytes) {
+          // Written from the producer's memory, which stays valid while it is suspended: it
+          // stays parked at this co_yield until the write is done (on_written).
+          const std::uint32_t len = codec::length_prefix(item.size());
+          codec::write_varint(out->extend(codec::varint_size(len)), len);
+          owned = item.size();
+          out->append_borrowed(item);
+          lent_ = true;
+          channel->wait_written(this);
+        }
+      }
       if (owned == 0) codec::encode(*out, item);
       channel->end_item(owned);
       ++moved;
@@ -290,7 +313,7 @@ class stream_call final
     }
   }
   void retry_send() {
-    if (!parked_) return;
+    if (!parked_ || lent_) return;  // lent: sent already, on_written resumes it
     if (ctx.cancelled()) {
       abort_producer();
       return;
@@ -310,7 +333,7 @@ class stream_call final
       abort_producer();
       return;
     }
-    if (!sent) return;
+    if (!sent || lent_) return;
     auto h = std::exchange(parked_, {});
     h.resume();  // last: the stream may finish and free this
   }
@@ -319,8 +342,10 @@ class stream_call final
       if (parked_) abort_producer();
     });
   }
-  // A cancelled stream's producer is not resumed: destroyed where it waits.
+  // A cancelled stream's producer is not resumed: destroyed where it waits (once the write
+  // no longer reads the item it lent: on_written aborts it then).
   void abort_producer() {
+    if (lent_) return;
     auto h = std::exchange(parked_, {});
     if (!h || h != producer_) {  // parked inside something else: it ends on its own
       parked_ = h;
@@ -384,6 +409,7 @@ class stream_call final
   std::coroutine_handle<> parked_;                         // the producer waiting at co_yield
   std::coroutine_handle<> producer_;  // the handler's stream<T> coroutine, until it ends
   bool waiting_writable_ = false;
+  bool lent_ = false;     // its item is borrowed by the connection's write (parked until written)
   bool replied_ = false;  // answered already (a protocol violation)
 };
 
@@ -392,7 +418,7 @@ void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
   if (!signature_matches<F>(ch, req) || !ch.admit_stream(req.request_id)) return;
   // The call and its request copy are charged first; the items the client writes are
   // charged by the connection as each arrives (and released as the handler takes it).
-  const std::size_t window = function_traits<decltype(F)>::streams_in ? server_stream_window : 0;
+  const std::size_t window = function_traits<decltype(F)>::streams_in ? ch.stream_window() : 0;
   const std::size_t cost = sizeof(stream_call<F>) + 1024 + req.body.size() + req.attachment.size();
   if (ch.call_allowance(cost) < cost) {
     ch.stream_closed();

@@ -17,6 +17,8 @@ class stream_link {
   virtual void on_credit(std::uint32_t bytes) = 0;
   // The connection's reply queue has room again (after wait_writable).
   virtual void on_writable() = 0;
+  // What was queued before wait_written() has been written, or never will be. Not inline.
+  virtual void on_written() noexcept = 0;
   // The call was cancelled (cancel frame, deadline, connection closing). Must not finish
   // the call inline: the connection may be iterating its running calls.
   virtual void on_cancel() noexcept = 0;

@@ -64,6 +64,9 @@ struct server_config {
   // of it more. A stream that waits on purpose (a subscription with rare events) needs a
   // longer one, or items of its own now and then.
   std::chrono::milliseconds stream_idle_timeout{300'000};
+  // Bytes of items a client may write ahead on one stream (the credit the server grants it),
+  // and so what the server holds per stream at most (charged to the running calls' memory).
+  std::size_t stream_window = 256 * 1024;
   // Bytes one connection's running calls may hold: their request copies, decoded arguments
   // and call state (coroutine frames estimated). A request that could never fit is answered
   // message_too_large; otherwise the connection waits like at the server's limit.
