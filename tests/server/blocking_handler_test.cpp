@@ -321,6 +321,9 @@ TEST(BlockingHandler, StopWaitsForRunningAndAnswersQueuedCalls) {
   auto first = send<nap>(c, 150);
   auto second = send<nap>(c, 50);  // queued behind it
   ASSERT_TRUE(eventually([] { return started == 1; }));
+  // Both read by the server (counted after their batch is dispatched): stop() stops reading,
+  // so a request still on its way would end with connection_closed instead.
+  ASSERT_TRUE(eventually([&] { return s->stats().frames_received >= 2; }));
   s->stop();
   EXPECT_EQ(finished, 2);  // stop() returned only after both ran
   EXPECT_EQ(await<nap>(first).value_or(0), 150);
