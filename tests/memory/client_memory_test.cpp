@@ -174,7 +174,7 @@ TEST(client_memory, queued_bytes_cap_holds_requests_while_a_write_is_stuck) {
     SCOPED_TRACE(policy == busy_policy::fail ? "fail" : "wait");
     stalling_peer peer(1024 * 1024);
     // 32 MiB: more than loopback's socket buffers hold, so its write stays in flight. Sent
-    // from this memory (zero copy), so it must outlive the client.
+    // from this memory (zero copy), so it must outlive the big call (awaited at the end).
     const std::string huge(32 * 1024 * 1024, 'h');
     const std::string mid(3000, 'm');
     auto cfg = capped(0, 4096, policy);
@@ -221,6 +221,15 @@ TEST(client_memory, queued_bytes_cap_holds_requests_while_a_write_is_stuck) {
       EXPECT_TRUE(eventually([&] { return peer.bytes_read() >= all; }));
     }
     client.close();
+    // The big request is written from `huge`: its call ends only once the write no longer
+    // reads it (closing or destroying the client does not wait for that), so `huge` may go
+    // only after it ended.
+    const auto big_result = corvid::sync_wait(
+        [&]() -> corvid::task<
+                  corvid::expected<corvid::with_attachment<std::string>, corvid::rpc_error>> {
+          co_return co_await std::move(big);
+        }());
+    EXPECT_FALSE(big_result.has_value());
   }
 }
 
