@@ -4,6 +4,7 @@
 // The peer prints one line on stdout when it is ready ("port N" for a server); it runs until
 // killed.
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <spawn.h>
 #include <stdexcept>
