@@ -23,6 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace corvid_test::streams;
 using corvid::test::eventually;
+using corvid::test::opened;
 using corvid::test::patience;
 using corvid::test::stream_server;
 using corvid::test::transport;
@@ -31,17 +32,6 @@ corvid::server_config idle_after(std::chrono::milliseconds limit) {
   auto cfg = stream_server::config();
   cfg.stream_idle_timeout = limit;
   return cfg;
-}
-
-// The stream client.stream<f>() or open_stream<f>() opened (they do not wait for the server).
-template <class Open>
-auto opened(Open open) {
-  using result = std::remove_cvref_t<decltype(std::declval<Open&>().await_resume())>;
-  auto r = corvid::sync_wait([](Open o) -> corvid::task<result> {
-    co_return co_await std::move(o);
-  }(std::move(open)));
-  if (!r) throw std::runtime_error(r.error().message());
-  return std::move(*r);
 }
 
 // Reads a stream to its end: the items read, and why it ended.

@@ -61,32 +61,13 @@ TEST_P(each_transport, bidirectional_streams_answer_each_message_then_end_after_
   EXPECT_EQ(got, (std::vector<std::string>{"re: a", "re: b", "re: c"}));
 }
 
-TEST_P(each_transport, megabyte_items_arrive_whole) {
-  stream_server srv(GetParam());
-  auto client = srv.connect();
-  auto run = [&]() -> corvid::task<std::pair<std::size_t, corvid::rpc_error>> {
-    auto s = co_await client->stream<blobs>(1u << 20, 8u);
-    std::size_t total = 0;
-    std::uint32_t i = 0;
-    while (auto b = co_await s->next()) {
-      if (b->size() != (1u << 20) || (*b)[0] != static_cast<char>('a' + i % 26)) break;
-      total += b->size();
-      ++i;
-    }
-    co_return std::pair{total, s->error()};
-  };
-  auto [total, err] = corvid::sync_wait(run());
-  EXPECT_FALSE(err) << err.message();
-  EXPECT_EQ(total, 8u << 20);
-}
-
-// Items of 1 MiB that are views of the producer's buffer, refilled for each item: each must
-// arrive whole with its own bytes, so the producer may not resume before its item is written.
-TEST_P(each_transport, lent_megabyte_items_arrive_unchanged) {
-  stream_server srv(GetParam());
-  auto client = srv.connect();
-  auto run = [&]() -> corvid::task<std::pair<std::string, corvid::rpc_error>> {
-    auto s = co_await client->stream<lent_blobs>(1u << 20, 12u);
+// Reads stream F's `count` items of 1 MiB, each of one letter ('a' + its index % 26) through
+// and through: "N items", or what the first wrong item was; and why the stream ended.
+template <auto F>
+std::pair<std::string, corvid::rpc_error> read_megabyte_items(corvid::rpc_client& client,
+                                                              std::uint32_t count) {
+  return corvid::sync_wait([&]() -> corvid::task<std::pair<std::string, corvid::rpc_error>> {
+    auto s = co_await client.stream<F>(1u << 20, count);
     std::uint32_t i = 0;
     while (auto b = co_await s->next()) {
       const char want = static_cast<char>('a' + i % 26);
@@ -96,8 +77,23 @@ TEST_P(each_transport, lent_megabyte_items_arrive_unchanged) {
       ++i;
     }
     co_return std::pair{std::to_string(i) + " items", s->error()};
-  };
-  auto [what, err] = corvid::sync_wait(run());
+  }());
+}
+
+TEST_P(each_transport, megabyte_items_arrive_whole) {
+  stream_server srv(GetParam());
+  auto client = srv.connect();
+  auto [what, err] = read_megabyte_items<blobs>(*client, 8u);
+  EXPECT_FALSE(err) << err.message();
+  EXPECT_EQ(what, "8 items");
+}
+
+// Items of 1 MiB that are views of the producer's buffer, refilled for each item: each must
+// arrive whole with its own bytes, so the producer may not resume before its item is written.
+TEST_P(each_transport, lent_megabyte_items_arrive_unchanged) {
+  stream_server srv(GetParam());
+  auto client = srv.connect();
+  auto [what, err] = read_megabyte_items<lent_blobs>(*client, 12u);
   EXPECT_FALSE(err) << err.message();
   EXPECT_EQ(what, "12 items");
 }
@@ -207,10 +203,7 @@ TEST(streams, a_slow_consumer_suspends_the_producer_and_bounds_server_memory) {
   stream_server srv;
   auto client = srv.connect();
   const int start = probe().yielded;
-  auto s = corvid::sync_wait([&]() -> corvid::task<corvid::stream_reader<std::string>> {
-    auto r = co_await client->stream<endless>(4096u);
-    co_return std::move(*r);
-  }());
+  auto s = corvid::test::opened(client->stream<endless>(4096u));
   std::this_thread::sleep_for(300ms);  // the consumer reads nothing
   const int yielded = probe().yielded - start;
   // One window (256 KiB) of 4 KiB items, plus the one that overshoots it, plus the one parked.
@@ -239,10 +232,7 @@ TEST(streams, the_stream_windows_set_how_far_each_side_runs_ahead) {
     auto client = srv.connect(ccfg);
     // Server to client: 64 KiB items, read by no one.
     const int start = probe().yielded;
-    auto s = corvid::sync_wait([&]() -> corvid::task<corvid::stream_reader<std::string>> {
-      auto r = co_await client->stream<endless>(64u << 10);
-      co_return std::move(*r);
-    }());
+    auto s = corvid::test::opened(client->stream<endless>(64u << 10));
     std::this_thread::sleep_for(corvid::test::patience(300ms));
     const int ahead = probe().yielded - start;
     const int items = static_cast<int>(window / (64u << 10));

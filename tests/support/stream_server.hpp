@@ -5,7 +5,9 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unistd.h>
+#include <utility>
 
 #include <corvid/corvid.hpp>
 
@@ -71,5 +73,16 @@ class stream_server {
   std::string path_;
   std::unique_ptr<corvid::rpc_server> server_;
 };
+
+// The stream client.stream<f>() or open_stream<f>() opened (they do not wait for the server).
+template <class Open>
+auto opened(Open open) {
+  using result = std::remove_cvref_t<decltype(std::declval<Open&>().await_resume())>;
+  auto r = corvid::sync_wait([](Open o) -> corvid::task<result> {
+    co_return co_await std::move(o);
+  }(std::move(open)));
+  if (!r) throw std::runtime_error(r.error().message());
+  return std::move(*r);
+}
 
 }  // namespace corvid::test
