@@ -8,14 +8,17 @@ namespace {
 // A batch of small calls reserves in-flight room in steps of this, not per call.
 constexpr std::size_t credit_step = 64 * 1024;
 
-// Reserves `missing` bytes (> 0) on `t`, rounded up to a credit step when the step fits:
-// what was reserved, 0 if not even `missing` fits.
-std::size_t reserve_step(memory_tracker& t, std::size_t missing) noexcept {
-  const std::size_t step = std::max(missing, credit_step);
+// Reserves `missing` bytes (> 0) on `t`, rounded up to a credit step when the step fits in
+// `room`: what was reserved, 0 if not even `missing` fits.
+std::size_t reserve_step(memory_tracker& t, std::size_t missing, std::size_t room) noexcept {
+  if (missing > room) return 0;
+  const std::size_t step = std::min(std::max(missing, credit_step), room);
   if (t.try_reserve(step)) return step;
   if (step != missing && t.try_reserve(missing)) return missing;
   return 0;
 }
+
+std::size_t sat_sub(std::size_t a, std::size_t b) noexcept { return a > b ? a - b : 0; }
 
 // Reads and running calls together stay 1/16 of the server limit short of it: replies are
 // charged after they are encoded (the memory exists by then), and that headroom is theirs.
@@ -35,7 +38,9 @@ server_memory::server_memory(const server_config& config)
       in_flight("in_flight", in_flight_limit(server.limit(), read_buffers.limit()), &server),
       tls_sessions("tls_sessions", unlimited_memory, &server),
       max_queued_reply_bytes(config.max_queued_reply_bytes),
-      max_call_bytes_per_connection(config.max_call_bytes_per_connection) {}
+      max_call_bytes_per_connection(config.max_call_bytes_per_connection),
+      fair_reserve(server.limit() == unlimited_memory ? 0 : server.limit() / 16),
+      light_limit(server.limit() == unlimited_memory ? 0 : server.limit() / 256) {}
 
 void server_memory::add_holder(const void* key, std::function<void()> reclaim) {
   std::lock_guard lk(mutex_);
@@ -48,11 +53,12 @@ void server_memory::remove_holder(const void* key) {
 }
 
 void server_memory::wait(std::function<void()> resume, const std::function<bool()>& enough,
-                         bool for_read, std::size_t need) {
+                         bool for_read, bool light, std::size_t need) {
   std::unordered_map<const void*, std::function<void()>> reclaim;
   {
     std::lock_guard lk(mutex_);
-    (for_read ? read_waiters_ : call_waiters_).push_back({std::move(resume), need});
+    auto& q = for_read ? read_waiters_ : light ? light_call_waiters_ : call_waiters_;
+    q.push_back({std::move(resume), need});
     waiters_.fetch_add(1, std::memory_order_relaxed);
     reclaim.swap(holders_);
   }
@@ -64,14 +70,15 @@ void server_memory::wait(std::function<void()> resume, const std::function<bool(
   if (enough()) notify();
 }
 
-void server_memory::take_ready(std::deque<waiter>& q, std::size_t available,
-                               std::vector<std::function<void()>>& ready) {
+std::size_t server_memory::take_ready(std::deque<waiter>& q, std::size_t available,
+                                      std::vector<std::function<void()>>& ready) {
   // In order: a large waiter at the front is not overtaken forever by small ones behind it.
   while (!q.empty() && q.front().need <= available) {
     available -= q.front().need;
     ready.push_back(std::move(q.front().resume));
     q.pop_front();
   }
+  return available;
 }
 
 void server_memory::notify() {
@@ -81,8 +88,15 @@ void server_memory::notify() {
   {
     std::lock_guard lk(mutex_);
     take_ready(read_waiters_, read_buffers.available(), ready);
-    take_ready(call_waiters_, in_flight.available(), ready);
-    waiters_.store(read_waiters_.size() + call_waiters_.size(), std::memory_order_relaxed);
+    const std::size_t calls = in_flight.available();
+    const std::size_t left = take_ready(light_call_waiters_, calls, ready);
+    // Heavy waiters once no light one waits, with what is free beyond the fair reserve.
+    if (light_call_waiters_.empty()) {
+      const std::size_t beyond = sat_sub(server.available(), fair_reserve + (calls - left));
+      take_ready(call_waiters_, std::min(left, beyond), ready);
+    }
+    waiters_.store(read_waiters_.size() + light_call_waiters_.size() + call_waiters_.size(),
+                   std::memory_order_relaxed);
   }
   for (auto& r : ready) r();
 }
@@ -131,8 +145,17 @@ void connection_memory::settle_read(std::size_t capacity) noexcept {
   read_charged_ = capacity;
 }
 
+std::size_t connection_memory::fair_room() const noexcept {
+  if (server_.fair_reserve == 0) return unlimited_memory;
+  const std::size_t available = server_.server.available();
+  const std::size_t held_now = held();
+  const std::size_t light = held_now < server_.light_limit ? server_.light_limit - held_now : 0;
+  const std::size_t heavy = available > server_.fair_reserve ? available - server_.fair_reserve : 0;
+  return std::max(std::min(light, available), heavy);
+}
+
 bool connection_memory::admit_more(std::size_t bytes) noexcept {
-  const std::size_t got = reserve_step(calls_, bytes - credit_);
+  const std::size_t got = reserve_step(calls_, bytes - credit_, fair_room());
   credit_ += got;
   return got != 0;
 }
@@ -146,7 +169,8 @@ void connection_memory::release_credit() noexcept {
 std::size_t connection_memory::allowance_more(std::size_t want) noexcept {
   if (!admit_more(want)) {
     // All there is (another reactor may take some in between: then nothing more).
-    if (const std::size_t room = calls_.available(); room != 0 && calls_.try_reserve(room)) {
+    const std::size_t room = std::min(calls_.available(), fair_room());
+    if (room != 0 && calls_.try_reserve(room)) {
       credit_ += room;
     }
   }
@@ -171,7 +195,7 @@ void connection_memory::end_batch() noexcept {
 
 bool connection_memory::reserve_reply_more(std::size_t bytes, std::size_t queued) noexcept {
   const std::size_t spare = replies_charged_ > queued ? replies_charged_ - queued : 0;
-  const std::size_t got = reserve_step(replies_, bytes - spare);
+  const std::size_t got = reserve_step(replies_, bytes - spare, fair_room());
   replies_charged_ += got;
   return got != 0;
 }

@@ -16,6 +16,12 @@
 // with try_reserve before anything is allocated; a connection that is refused pauses (stops
 // reading: TCP pushes back on its client) and registers as a waiter, resumed in order when
 // memory is released. Only small, bounded frames (errors, control) are charged by force.
+//
+// Fairness: the server's last fair_reserve bytes (a sixteenth of its limit) are kept for
+// connections that hold little. A reservation that would make its connection hold more than
+// light_limit (a 256th) may not take them, so peers that fill the server with unread
+// replies or big calls cannot make a light client (a ping, a small call) wait for memory:
+// theirs waits, its does not. Light waiters are also woken before heavy ones.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -43,14 +49,19 @@ class server_memory {
   memory_tracker tls_sessions;
   const std::size_t max_queued_reply_bytes;
   const std::size_t max_call_bytes_per_connection;
+  // See "Fairness" above; both 0 when the server's memory is unlimited.
+  const std::size_t fair_reserve;
+  const std::size_t light_limit;
 
   // Runs `resume` (on the thread that frees memory: it should post to its reactor) once
   // `need` more bytes of read memory (`for_read`) or call memory are available. Checks
   // `enough` after registering, so a release between the failed reservation and this call is
   // never missed. Every new waiter runs the holders' reclaim callbacks once (see add_holder),
-  // asking connections that hold memory they could give back to do so.
+  // asking connections that hold memory they could give back to do so. A `light` waiter (its
+  // connection holds little) is woken before every heavy one, and a heavy one only when
+  // `need` fits beyond the fair reserve.
   void wait(std::function<void()> resume, const std::function<bool()>& enough, bool for_read,
-            std::size_t need);
+            bool light, std::size_t need);
   // A connection holding memory it could give back (a grown idle read buffer, replies its
   // peer does not read) registers a `reclaim` (it should post to its reactor), run once when
   // someone waits for memory: it would otherwise keep that memory however long. A connection
@@ -75,13 +86,14 @@ class server_memory {
     std::function<void()> resume;
     std::size_t need;
   };
-  // Pops the waiters of `q` that fit in `available`, in order, into `ready`.
-  static void take_ready(std::deque<waiter>& q, std::size_t available,
-                         std::vector<std::function<void()>>& ready);
+  // Pops the waiters of `q` that fit in `available`, in order, into `ready`: what is left.
+  static std::size_t take_ready(std::deque<waiter>& q, std::size_t available,
+                                std::vector<std::function<void()>>& ready);
 
   std::atomic<std::size_t> waiters_{0};
   std::mutex mutex_;
   std::deque<waiter> read_waiters_;
+  std::deque<waiter> light_call_waiters_;  // woken first
   std::deque<waiter> call_waiters_;
   std::unordered_map<const void*, std::function<void()>> holders_;
 };
@@ -172,10 +184,22 @@ class connection_memory {
 
   // Room a reservation could still get (for deciding whether a waiter may retry).
   std::size_t read_available() const noexcept { return read_.available(); }
-  std::size_t call_available() const noexcept { return calls_.available() + credit_; }
+  std::size_t call_available() const noexcept {
+    return credit_ + std::min(calls_.available(), fair_room());
+  }
+  // Whether growing this connection's charge by `bytes` keeps it light (see server_memory):
+  // such a reservation may use the server's fair_reserve.
+  bool stays_light(std::size_t bytes) const noexcept {
+    return held() + bytes <= server_.light_limit;
+  }
   server_memory& server() noexcept { return server_; }
 
  private:
+  // What this connection holds on the server: read buffer, calls and credit, queued replies.
+  std::size_t held() const noexcept { return read_charged_ + calls_.current() + replies_charged_; }
+  // The most a reservation may take now: all that is free while the connection stays light,
+  // otherwise what is free beyond the fair reserve.
+  std::size_t fair_room() const noexcept;
   bool admit_more(std::size_t bytes) noexcept;
   std::size_t allowance_more(std::size_t want) noexcept;
   bool reserve_reply_more(std::size_t bytes, std::size_t queued) noexcept;

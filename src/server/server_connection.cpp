@@ -27,6 +27,11 @@ constexpr std::size_t max_error_message = 4096;
 // While others wait for memory, a connection pausing for calls or replies needs this much
 // call memory free before it dispatches again.
 constexpr std::size_t min_dispatch_room = connection_memory::reply_keep;
+// Reply bytes one batch may queue before it yields its reactor: the frames left in the
+// buffer go on in a post, after the events of the reactor's other connections. Without it,
+// a peer whose requests piled up while the reactor was busy (big replies, slow handlers)
+// takes the reactor for the whole pile, and every other connection on it waits that long.
+constexpr std::size_t turn_budget = 256 * 1024;
 // How often a paused connection looks whether its peer has gone (FIN or RST).
 // How often a paused connection probes whether its peer has gone (see on_timer): often
 // when the peer itself filled its calls or replies (a flood that may have hung up), rarely
@@ -214,7 +219,7 @@ void server_connection::on_timer() {
     return;
   }
   // (Not while paused: then the frames wait in our buffer and the silence is ours.)
-  if (!paused() && !frames_.read_buffer().empty() &&
+  if (!paused() && !yielded_ && !frames_.read_buffer().empty() &&
       frames_.read_buffer().capacity() > core_.config.read_buffer_size && core_.memory.pressed() &&
       now - frames_.clock.last_heard >= stall_grace()) {
     core_.stats.on_dead_peer();
@@ -299,6 +304,19 @@ void server_connection::read_more() {
       waiting_calls_) {
     return;
   }
+  if (yielded_) {  // the rest of the buffer first, on the reactor's next turn
+    if (!std::exchange(yield_posted_, true)) {
+      asio::post(reactor_,
+                 [self = std::static_pointer_cast<server_connection>(shared_from_this())] {
+                   self->yield_posted_ = false;
+                   // Another resume may have taken the frames meanwhile (and read on): then
+                   // nothing.
+                   if (!std::exchange(self->yielded_, false)) return;
+                   self->resume_dispatch();
+                 });
+    }
+    return;
+  }
   if (mem_.replies_full(queued_reply_bytes())) {
     // The client sends but does not read: read none of its requests until writes drain.
     waiting_writes_ = true;
@@ -370,7 +388,7 @@ void server_connection::reclaim_read_buffer() {
     // Mid-frame the buffer is in use (its batch end shrinks it while anyone waits), unless
     // the frame stopped arriving: memory granted for a frame its peer does not send is
     // taken back from a peer that stays silent for stall_grace() while others wait.
-    if (paused()) return;  // the silence is ours: we stopped reading
+    if (paused() || yielded_) return;  // the silence is ours: we stopped reading
     const time_point now = std::chrono::steady_clock::now();
     if (now - frames_.clock.last_heard >= stall_grace()) {
       core_.stats.on_dead_peer();
@@ -444,6 +462,7 @@ void server_connection::wait_for_memory(bool for_read, std::size_t need) {
   watch_hangup();
   std::weak_ptr<server_connection> weak =
       std::static_pointer_cast<server_connection>(shared_from_this());
+  const bool light = for_read || mem_.stays_light(need);
   core_.memory.wait(
       [weak] {
         if (auto c = weak.lock()) asio::post(c->reactor_, [c] { c->resume_after_memory(); });
@@ -451,7 +470,7 @@ void server_connection::wait_for_memory(bool for_read, std::size_t need) {
       [this, for_read, need] {
         return (for_read ? mem_.read_available() : mem_.call_available()) >= need;
       },
-      for_read, need);
+      for_read, light, need);
 }
 
 void server_connection::resume_after_memory() {
@@ -475,6 +494,8 @@ void server_connection::resume_dispatch() {
 
 bool server_connection::process_frames() {
   dispatching_ = true;
+  batch_start_bytes_ = pending_.size();
+  yielded_ = false;
   batch_frames_ = 0;
   batch_requests_ = false;
   byte_buffer& buf = frames_.read_buffer();
@@ -559,6 +580,13 @@ frame_verdict server_connection::request_role::on_frame(const protocol::frame_he
     c.on_control(h);
   }
   c.frame_started_ = {};  // whatever follows started arriving with this batch
+  // (Only with another frame behind this one: an empty continuation would look like a batch
+  // that held no big frame and shrink the buffer.)
+  if (c.pending_.size() > c.batch_start_bytes_ + turn_budget && v == frame_verdict::next &&
+      c.frames_.read_buffer().size() >= h.frame_size() + protocol::header_size) [[unlikely]] {
+    c.yielded_ = true;
+    v = frame_verdict::last;
+  }
   return v;
 }
 

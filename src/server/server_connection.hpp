@@ -221,6 +221,9 @@ class server_connection final : public reply_channel {
   bool batch_requests_ = false;     // ... of which requests (activity, for idle_timeout)
   bool reply_open_ = false;
   bool dispatching_ = false;
+  std::size_t batch_start_bytes_ = 0;  // pending_ when the batch began (for the turn budget)
+  bool yielded_ = false;               // the batch spent its turn: frames wait, a post goes on
+  bool yield_posted_ = false;          // ... and that post is queued
   bool writing_ = false;
   bool reading_ = false;
   bool holding_ = false;          // registered with server_memory::add_holder

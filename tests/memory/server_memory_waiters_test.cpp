@@ -28,10 +28,10 @@ TEST(server_memory_waiters, a_release_wakes_waiters_in_order_while_they_fit) {
   const auto never = [] {
     return false;
   };
-  mem.wait([&] { woken.push_back(1); }, never, false, 100 * kib);
-  mem.wait([&] { woken.push_back(2); }, never, false, 100 * kib);
-  mem.wait([&] { woken.push_back(3); }, never, false, 900 * kib);
-  mem.wait([&] { woken.push_back(4); }, never, false, 10 * kib);  // fits, but behind 3
+  mem.wait([&] { woken.push_back(1); }, never, false, true, 100 * kib);
+  mem.wait([&] { woken.push_back(2); }, never, false, true, 100 * kib);
+  mem.wait([&] { woken.push_back(3); }, never, false, true, 900 * kib);
+  mem.wait([&] { woken.push_back(4); }, never, false, true, 10 * kib);  // fits, but behind 3
   EXPECT_TRUE(mem.has_waiters());
 
   mem.in_flight.release(250 * kib);
@@ -52,7 +52,7 @@ TEST(server_memory_waiters, a_small_release_among_thousands_of_waiters_wakes_onl
   ASSERT_TRUE(mem.in_flight.try_reserve(all));
   std::size_t woken = 0;
   for (int i = 0; i < 8000; ++i) {
-    mem.wait([&] { ++woken; }, [] { return false; }, false, 2 * kib);  // 16 MiB in all
+    mem.wait([&] { ++woken; }, [] { return false; }, false, true, 2 * kib);  // 16 MiB in all
   }
   mem.in_flight.release(8 * kib);
   mem.notify();
@@ -62,6 +62,47 @@ TEST(server_memory_waiters, a_small_release_among_thousands_of_waiters_wakes_onl
   EXPECT_EQ(woken, 8000u);
 }
 
+TEST(server_memory_waiters, a_light_waiter_is_woken_before_heavy_ones_ahead_of_it) {
+  const auto cfg = config_of(16 * 1024 * kib);
+  server_memory mem(cfg);
+  const std::size_t all = mem.in_flight.available();
+  ASSERT_TRUE(mem.in_flight.try_reserve(all));
+  std::vector<int> woken;
+  const auto never = [] {
+    return false;
+  };
+  mem.wait([&] { woken.push_back(1); }, never, false, false, 512 * kib);
+  mem.wait([&] { woken.push_back(2); }, never, false, false, 8 * kib);
+  mem.wait([&] { woken.push_back(3); }, never, false, true, 4 * kib);
+  mem.wait([&] { woken.push_back(4); }, never, false, true, 64 * kib);
+  mem.in_flight.release(16 * kib);
+  mem.notify();
+  EXPECT_EQ(woken, (std::vector<int>{3})) << "the light waiter first; 4 does not fit yet";
+  mem.in_flight.release(64 * kib);
+  mem.notify();
+  EXPECT_EQ(woken, (std::vector<int>{3, 4})) << "heavy ones keep their order: 2 waits behind 1";
+  mem.in_flight.release(all - 80 * kib);
+  mem.notify();
+  EXPECT_EQ(woken, (std::vector<int>{3, 4, 1, 2}));
+}
+
+TEST(server_memory_waiters, a_heavy_waiter_is_not_woken_into_the_fair_reserve) {
+  // Woken, it could not take the reserve anyway: it would retry, fail and wait again.
+  const auto cfg = config_of(16 * 1024 * kib);
+  server_memory mem(cfg);
+  const std::size_t all = mem.server.available();
+  ASSERT_TRUE(mem.queued_replies.try_reserve(all));
+  std::vector<int> woken;
+  mem.wait([&] { woken.push_back(1); }, [] { return false; }, false, false, 64 * kib);
+  mem.queued_replies.release(mem.fair_reserve);
+  mem.notify();
+  EXPECT_TRUE(woken.empty()) << "what was freed is the reserve, which a heavy one may not take";
+  mem.queued_replies.release(64 * kib);
+  mem.notify();
+  EXPECT_EQ(woken, (std::vector<int>{1}));
+  mem.queued_replies.release(all - mem.fair_reserve - 64 * kib);
+}
+
 TEST(server_memory_waiters, read_and_call_waiters_queue_apart) {
   // A read waiter that does not fit does not hold back call waiters that do.
   const auto cfg = config_of(16 * 1024 * kib);
@@ -69,8 +110,8 @@ TEST(server_memory_waiters, read_and_call_waiters_queue_apart) {
   const std::size_t reads = mem.read_buffers.available();
   ASSERT_TRUE(mem.read_buffers.try_reserve(reads));
   std::vector<int> woken;
-  mem.wait([&] { woken.push_back(1); }, [] { return false; }, true, 64 * kib);
-  mem.wait([&] { woken.push_back(2); }, [] { return false; }, false, 64 * kib);
+  mem.wait([&] { woken.push_back(1); }, [] { return false; }, true, true, 64 * kib);
+  mem.wait([&] { woken.push_back(2); }, [] { return false; }, false, true, 64 * kib);
   mem.notify();
   EXPECT_EQ(woken, (std::vector<int>{2}));
   mem.read_buffers.release(reads);

@@ -42,6 +42,8 @@ struct server_config {
   // Memory (docs/architecture.md, "Memory"): what the server may hold in read buffers,
   // running calls and queued replies together, in bytes or as a share of RAM. At the limit it
   // stops reading from sockets (TCP flow control pushes back on clients) until memory frees.
+  // Its last sixteenth is kept for connections holding under a 256th of it, so a few peers
+  // that fill the server cannot stall a client making small calls.
   corvid::memory_limit max_memory = corvid::memory_limit::share_of_ram(0.25);
   // Share of max_memory read buffers may take, so reading can never starve running calls.
   double read_buffer_share = 0.5;
