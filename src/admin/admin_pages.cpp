@@ -238,7 +238,17 @@ std::string status_page(const metrics::server_snapshot& s, const server_config& 
            std::to_string(c.calls) + "</td><td>" + std::to_string(c.calls_in_flight) + "</td><td>" +
            format("%.0f s", c.age_seconds) + "</td></tr>\n";
   }
-  out += "</table>\n<h2>Memory</h2>\n<ul id=\"memory\">";
+  out += "</table>\n";
+  if (s.has_workers) {
+    const metrics::worker_row& w = s.workers;
+    out +=
+        "<h2>Workers</h2>\n<table id=\"workers\"><tr><th>threads</th><th>busy</th>"
+        "<th>queued</th><th>queued bytes</th></tr>\n<tr><td>" +
+        std::to_string(w.threads) + "</td><td>" + std::to_string(w.busy) + "</td><td>" +
+        std::to_string(w.queued) + " of " + std::to_string(w.max_queued) + "</td><td>" +
+        bytes(w.queued_bytes) + " of " + bytes(w.max_queued_bytes) + "</td></tr>\n</table>\n";
+  }
+  out += "<h2>Memory</h2>\n<ul id=\"memory\">";
   memory_list(out, s.memory);
   out += "</ul>\n";
   out += "<h2>Configuration</h2>\n<table id=\"config\"><tr><th>setting</th><th>value</th></tr>";

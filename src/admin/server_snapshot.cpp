@@ -23,6 +23,11 @@ metrics::server_snapshot server_core::metrics_snapshot() const {
     s.has_rdma = true;
     s.rdma_pool = {p.in_use, p.cached, p.registered_bytes, rdma->pool().watermark(), p.refusals};
   }
+  if (const worker_pool* w = workers()) {
+    s.has_workers = true;
+    s.workers = {w->queued(),  w->queued_bytes(), w->busy(),
+                 w->threads(), w->max_queued(),   w->max_queued_bytes()};
+  }
   s.transport = stats.snapshot();
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lk(mutex_);

@@ -443,6 +443,8 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   h.timeout_ms = wire_timeout(timeout);
   protocol::encode_header(h, pending_.at(mark));  // after encoding: the buffer may have moved
   pending_.count_frame();
+  if (call->extra_credit != 0) [[unlikely]]
+    queue_extra_credit_locked(call);
   const bool kick = schedule_flush_locked();
   const bool rearm = call->timed && deadlines_.head() == call;
   lk.unlock();
@@ -523,6 +525,7 @@ void client_connection::admit_parked_locked(std::vector<call_base*>& admitted) {
     }
     if (!p->borrowed.empty()) append_borrowed_locked(call, p->borrowed);
     pending_.count_frame();
+    if (call->extra_credit != 0) queue_extra_credit_locked(call);
     admitted.push_back(call);
   }
 }
@@ -820,6 +823,17 @@ void client_connection::queue_stream_control(client_stream* s, protocol::msg_typ
     kick = schedule_flush_locked();
   }
   if (kick) kick_flush();
+}
+
+void client_connection::queue_extra_credit_locked(call_base* call) noexcept {
+  protocol::frame_header h;
+  h.type = protocol::msg_type::stream_credit;
+  h.request_id = call->id;
+  h.timeout_ms = call->extra_credit;  // the grant travels in the header's last field
+  try {
+    protocol::encode_header(h, pending_.extend(protocol::header_size));
+  } catch (...) {  // no memory for 32 bytes: the stream keeps the initial window
+  }
 }
 
 void client_connection::send_credit(client_stream* s, std::uint32_t bytes) noexcept {

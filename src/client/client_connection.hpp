@@ -110,6 +110,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Moves parked requests that now fit into pending_, first come first served; their callers
   // go to `admitted`, to be resumed (call_base::admit) once the lock is released.
   void admit_parked_locked(std::vector<call_base*>& admitted);
+  // A stream's extra_credit, as a stream_credit frame right behind its request.
+  void queue_extra_credit_locked(call_base* call) noexcept;
   void register_call(call_base* call, std::chrono::milliseconds timeout);  // under mutex_
   void assign_slot(call_base* call);                                       // under mutex_
   void add_deadline(call_base* call, std::chrono::milliseconds timeout);   // under mutex_

@@ -213,6 +213,25 @@ std::string prometheus_text(const server_snapshot& s) {
              "Chunk requests refused at the watermark.");
     w.sample("corvid_server_rdma_chunk_refusals_total", {}, d(p.refusals));
   }
+  if (s.has_workers) {
+    const worker_row& wr = s.workers;
+    w.family("corvid_server_worker_queue_depth", "gauge",
+             "Blocking calls queued for the worker pool, not yet running.");
+    w.sample("corvid_server_worker_queue_depth", {}, d(wr.queued));
+    w.family("corvid_server_worker_queue_limit", "gauge",
+             "The worker queue's length limit (server_config::worker_queue_length).");
+    w.sample("corvid_server_worker_queue_limit", {}, d(wr.max_queued));
+    w.family("corvid_server_worker_queue_bytes", "gauge",
+             "Request bytes of the blocking calls queued for the worker pool.");
+    w.sample("corvid_server_worker_queue_bytes", {}, d(wr.queued_bytes));
+    w.family("corvid_server_worker_queue_limit_bytes", "gauge",
+             "The worker queue's byte limit (server_config::worker_queue_bytes).");
+    w.sample("corvid_server_worker_queue_limit_bytes", {}, d(wr.max_queued_bytes));
+    w.family("corvid_server_workers", "gauge", "Worker threads, running a call (busy) or idle.");
+    w.sample("corvid_server_workers", {{"state", "busy"}}, d(wr.busy));
+    w.sample("corvid_server_workers", {{"state", "idle"}},
+             d(wr.threads > wr.busy ? wr.threads - wr.busy : 0));
+  }
   w.family("corvid_server_uptime_seconds", "gauge", "Seconds since the server started.");
   w.sample("corvid_server_uptime_seconds", {}, s.uptime_seconds);
   w.family("corvid_server_serving", "gauge", "1 while serving, 0 once stop() began.");

@@ -41,6 +41,12 @@ struct rdma_pool_row {
   std::uint64_t refusals = 0;
 };
 
+// The worker pool (register_blocking_handler): its queue and threads.
+struct worker_row {
+  std::uint64_t queued = 0, queued_bytes = 0, busy = 0, threads = 0;
+  std::uint64_t max_queued = 0, max_queued_bytes = 0;
+};
+
 struct server_snapshot {
   std::vector<method_totals> methods;  // registered methods, then requests naming none
   std::vector<connection_row> connections;
@@ -51,6 +57,8 @@ struct server_snapshot {
   std::uint16_t port = 0;  // the bound port (TCP)
   bool has_rdma = false;   // init_ibv: `rdma_pool` is filled in
   rdma_pool_row rdma_pool;
+  bool has_workers = false;  // a blocking handler is registered: `workers` is filled in
+  worker_row workers;
 };
 
 // Sums the shards' method stats (methods never called have all-zero totals).

@@ -41,6 +41,8 @@ class worker_pool {
   std::size_t queued_bytes() const;
   std::size_t busy() const;
   std::size_t threads() const noexcept { return threads_.size(); }
+  std::size_t max_queued() const noexcept { return max_queued_; }
+  std::size_t max_queued_bytes() const noexcept { return max_queued_bytes_; }
 
  private:
   void run() noexcept;

@@ -1,10 +1,13 @@
 // A real server's metrics: calls over loopback, then the exposition (also parsed by
 // prometheus_client's own text parser).
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 #include "corvid/protocol/function_id.hpp"
 
@@ -15,6 +18,13 @@ namespace corvid_test {
 namespace {
 
 int not_registered(int x) { return x; }
+
+std::atomic<bool> gate_open{false};
+// A blocking handler that holds its worker until the test opens the gate.
+int gated(int x) {
+  while (!gate_open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return x;
+}
 
 bool has_line(const std::string& text, const std::string& line) {
   return text.find("\n" + line + "\n") != std::string::npos;
@@ -88,6 +98,43 @@ TEST(server_metrics, off_records_nothing_per_method) {
   const std::string t = srv.server().metrics_text();
   EXPECT_EQ(t.find("corvid_server_calls_total{"), std::string::npos) << t;
   EXPECT_NE(t.find("corvid_server_bytes_received_total "), std::string::npos) << t;
+}
+
+TEST(server_metrics, worker_queue_depth_and_busy_workers) {
+  auto cfg = test_server::make_config();
+  cfg.worker_threads = 1;
+  cfg.worker_queue_length = 16;
+  corvid::rpc_server server(cfg);
+  server.register_blocking_handler<gated>();
+  ASSERT_FALSE(server.async_start());
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, "127.0.0.1:" + std::to_string(server.port()))));
+  std::vector<corvid::async_reply_t<gated>> replies;
+  for (int i = 0; i < 3; ++i) {
+    replies.push_back(corvid::sync_wait([&]() -> corvid::task<corvid::async_reply_t<gated>> {
+      co_return co_await client.send_request<gated>(i);
+    }()));
+  }
+  // One call runs on the only worker, two wait in its queue.
+  EXPECT_TRUE(eventually([&] {
+    const std::string t = server.metrics_text();
+    return has_line(t, "corvid_server_worker_queue_depth 2") &&
+           has_line(t, "corvid_server_workers{state=\"busy\"} 1");
+  })) << server.metrics_text();
+  const std::string t = server.metrics_text();
+  EXPECT_TRUE(has_line(t, "# TYPE corvid_server_worker_queue_depth gauge")) << t;
+  EXPECT_TRUE(has_line(t, "corvid_server_worker_queue_limit 16")) << t;
+  EXPECT_TRUE(has_line(t, "corvid_server_workers{state=\"idle\"} 0")) << t;
+  gate_open = true;
+  for (auto& r : replies) {
+    auto v = corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {
+      co_return co_await std::move(r);
+    }());
+    EXPECT_TRUE(v.has_value());
+  }
+  EXPECT_TRUE(eventually([&] {
+    return has_line(server.metrics_text(), "corvid_server_worker_queue_depth 0");
+  })) << server.metrics_text();
 }
 
 TEST(server_metrics, exposition_parses_with_prometheus_client) {

@@ -264,6 +264,50 @@ TEST(streams, the_stream_windows_set_how_far_each_side_runs_ahead) {
   }
 }
 
+// A stream opened while its client is at max_pending_calls (when_busy = wait) waits in its
+// co_await until the request has room, then works: what the caller sends next (here an end
+// with no items) follows the request, and so does the larger window granted with it.
+TEST(streams, a_stream_opened_at_the_clients_call_cap_waits_for_room_then_works) {
+  stream_server srv;
+  corvid::client_config ccfg;
+  ccfg.max_pending_calls = 1;
+  ccfg.stream_window = 4u << 20;
+  auto client = srv.connect(ccfg);
+  // Cancels the stream that holds the client's only slot, 200 ms from now.
+  auto free_the_slot_soon = [](auto& holder) {
+    return std::thread([&holder] {
+      std::this_thread::sleep_for(200ms);
+      holder.cancel();
+    });
+  };
+  {
+    auto holder = corvid::test::opened(client->stream<endless>(16u));
+    std::thread t = free_the_slot_soon(holder);
+    auto r =
+        corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::size_t, corvid::rpc_error>> {
+          auto up = co_await client->open_stream_with<upload>(
+              {.timeout = corvid::test::patience(5s), .attachment = {}});
+          if (!up) co_return corvid::unexpected(up.error());
+          co_return co_await up->finish();  // an upload of nothing: its end must reach the server
+        }());
+    t.join();
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(*r, 0u);
+  }
+  {
+    auto holder = corvid::test::opened(client->open_stream<lazy_upload>(1000u));
+    std::thread t = free_the_slot_soon(holder);
+    const int start = probe().yielded;
+    auto s = corvid::test::opened(client->stream<endless>(64u << 10));  // waits for the slot
+    t.join();
+    std::this_thread::sleep_for(corvid::test::patience(300ms));
+    const int ahead = probe().yielded - start;
+    EXPECT_GE(ahead, 64) << "the 4 MiB window was not granted to a stream that waited for room";
+    EXPECT_LE(ahead, 64 + 2);
+    s.cancel();
+  }
+}
+
 TEST(streams, a_slow_handler_suspends_the_writer_and_bounds_server_memory) {
   stream_server srv;
   auto client = srv.connect();

@@ -93,6 +93,9 @@ class call_base : public pooled {
   bool pinned = false;
   bool completion_deferred = false;  // a result arrived while pinned
   parked_request* parked = nullptr;  // waiting for room: its encoded request
+  // Streams: credit granted beyond the protocol's initial window, sent right behind the
+  // request whenever it is queued (at once, or when a parked request gets room).
+  std::uint32_t extra_credit = 0;
 
  private:
   static void* done_marker() noexcept { return reinterpret_cast<void*>(1); }

@@ -28,7 +28,9 @@ struct client_config {
   // Off = one request per write syscall (the baseline the benchmark compares).
   bool coalesce_writes = true;
   // Request attachments at least this large are written from the caller's memory instead of
-  // being copied (0 = always copy). The call then completes only after its bytes are written.
+  // being copied (0 = always copy). The call then completes only after its bytes are written:
+  // keep the attachment alive until the call is awaited (an async_reply dropped unawaited,
+  // or a client closed, does not wait for the write that reads it).
   std::size_t zero_copy_threshold = 64 * 1024;
   // Bytes of items one stream's server may send ahead of this client's reading (its credit
   // window), and so what the client buffers per stream at most. The server starts every

@@ -62,13 +62,15 @@ using async_reply_t = async_reply<detail::call_state<detail::client_result_t<F>,
 template <auto F>
 using async_reply_with_t = async_reply<detail::call_state<detail::client_result_t<F>, true>>;
 
-// An awaitable whose value is already there (stream<f>() and open_stream<f>() queue their
-// request without waiting for the server).
+// What stream<f>() and open_stream<f>() return: the stream, once its request is queued.
+// A request parked at the client's caps (when_busy = wait) is waited for, so that what the
+// caller does next (writes, close_writes) follows the request on the wire.
 template <class T>
-struct ready_value {
+struct opened_stream {
   T value;
-  bool await_ready() const noexcept { return true; }
-  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  detail::call_base* call = nullptr;  // kept alive by `value`; null: refused
+  bool await_ready() const noexcept { return call == nullptr || call->admitted(); }
+  bool await_suspend(std::coroutine_handle<> h) noexcept { return call->wait_admission(h); }
   T await_resume() { return std::move(value); }
 };
 
@@ -176,8 +178,8 @@ class rpc_client {
                   "stream_reader parameter: use open_stream<f>() for that)");
     using reader = stream_reader<typename detail::owning<typename traits::out_item>::type>;
     auto opened = open<F>(options, std::forward<Args>(args)...);
-    if (!opened) return ready_value<expected<reader, rpc_error>>{unexpected(opened.error())};
-    return ready_value<expected<reader, rpc_error>>{reader(*opened)};
+    if (!opened) return opened_stream<expected<reader, rpc_error>>{unexpected(opened.error())};
+    return opened_stream<expected<reader, rpc_error>>{reader(*opened), *opened};
   }
   // Client streaming (co_await yields expected<stream_writer<U, R>, rpc_error>) and
   // bidirectional streaming (expected<duplex_stream<U, T>, rpc_error>).
@@ -198,8 +200,8 @@ class rpc_client {
         duplex_stream<in, typename detail::owning<typename traits::out_item>::type>,
         stream_writer<in, detail::client_result_t<F>>>;
     auto opened = open<F>(options, std::forward<Args>(args)...);
-    if (!opened) return ready_value<expected<handle, rpc_error>>{unexpected(opened.error())};
-    return ready_value<expected<handle, rpc_error>>{handle(*opened)};
+    if (!opened) return opened_stream<expected<handle, rpc_error>>{unexpected(opened.error())};
+    return opened_stream<expected<handle, rpc_error>>{handle(*opened), *opened};
   }
 
  private:
@@ -227,7 +229,8 @@ class rpc_client {
     static_assert(sizeof...(Args) == std::tuple_size_v<params>,
                   "corvid: wrong number of arguments for this RPC function");
     // The server starts with initial_stream_credit; a larger window is granted right after
-    // the request (the frames stay in order, so the server knows the stream by then).
+    // the request (the connection queues the grant behind it, so the server knows the
+    // stream by then, also when the request waited for room).
     const std::size_t window =
         std::clamp<std::size_t>(config_.stream_window, protocol::initial_stream_credit, UINT32_MAX);
     auto* s = new detail::client_stream(
@@ -237,10 +240,8 @@ class rpc_client {
             std::string>,
         window);
     s->add_ref();  // one reference for the connection, one for the caller
+    s->extra_credit = static_cast<std::uint32_t>(window - protocol::initial_stream_credit);
     submit_encoded<F>(s, options, std::forward<Args>(args)...);
-    if (window > protocol::initial_stream_credit && s->id != 0) {
-      s->grant(static_cast<std::uint32_t>(window - protocol::initial_stream_credit));
-    }
     // Refused before it was filed (not connected, too large, client_busy): it has no id.
     // A stream that was filed may be done already too (a short stream can end on the
     // reactor before we look): that one is returned, its end is for next() to tell.
