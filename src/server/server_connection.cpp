@@ -637,7 +637,7 @@ bool server_connection::admit_request(const protocol::frame_header& h, const cha
                                       bool& ok) {
   // Every check passes, the common case: a few compares (the index is empty, the credits
   // cover the request and a reply).
-  if (h.request_id != 0 && running_.find(h.request_id) == nullptr &&
+  if (h.request_id != 0 && running_.find(h.request_id) == nullptr && !draining_ &&
       in_flight_ < core_.config.max_calls_per_connection &&
       mem_.reserve_reply(min_dispatch_room, queued_reply_bytes()) && mem_.admit(h.payload_size()))
       [[likely]] {
@@ -662,6 +662,10 @@ bool server_connection::hold_request(const protocol::frame_header& h, const char
          "request id " + std::to_string(h.request_id) + " reused while its call is running");
     ok = false;
     return false;
+  }
+  if (draining_) {  // reading on only for the open streams
+    reply_error(h.request_id, rpc_errc::server_busy, "the server is stopping: no new calls");
+    return true;
   }
   // Limits that pause the connection: the frame stays in the buffer, nothing more is read,
   // and the batch goes on when the limit lifts.
@@ -1165,12 +1169,18 @@ void server_connection::fail(std::uint64_t request_id, rpc_errc code, std::strin
 }
 
 void server_connection::begin_drain() {
-  stop_reading_ = true;
+  draining_ = true;
+  // Open streams still move (items, credit, the client's end): their frames are read on
+  // until the last one has ended, and requests arriving meanwhile are refused. Without
+  // streams, nothing more is read.
+  if (open_streams_ == 0) stop_reading_ = true;
   close_if_done();
 }
 
 void server_connection::close_if_done() {
-  if (closed_ || !stop_reading_) return;
+  if (closed_) return;
+  if (draining_ && open_streams_ == 0) stop_reading_ = true;  // the last stream has ended
+  if (!stop_reading_) return;
   // After the peer's FIN its calls are cancelled and their replies discarded: only what is
   // already queued is still written.
   if ((in_flight_ == 0 || peer_finished_) && !writing_ && pending_.empty()) close();

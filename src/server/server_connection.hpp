@@ -237,6 +237,7 @@ class server_connection final : public reply_channel {
   bool error_watch_ = false;      // a wait_error op is on the socket (watch_hangup)
   bool served_request_ = false;   // a request was dispatched (rdma_setup is then refused)
   bool stop_reading_ = false;     // drain, peer EOF or protocol error: read nothing more
+  bool draining_ = false;         // stop(): reading on only while streams are open
   bool closed_ = false;
   // RDMA (init_ibv): the answered stream, which carries the bytes once the answer is written.
   std::shared_ptr<rdma::rdma_stream> rdma_next_;  // answered, switching after the write

@@ -256,8 +256,8 @@ TEST(streams, the_stream_windows_set_how_far_each_side_runs_ahead) {
     }());
     EXPECT_GE(written, items) << "window " << window;
     EXPECT_LE(written, items + 2) << "window " << window;
-    // Gone before the server stops: stop() stops reading, so a handler waiting for this
-    // client's items would hold the drain for stop_timeout.
+    // Gone before the server stops: a stream still open would hold the drain until it ends
+    // or stop_timeout passes.
     client.reset();
     EXPECT_TRUE(corvid::test::eventually([&] { return srv.server().connection_count() == 0; },
                                          corvid::test::patience(5s)));
@@ -444,6 +444,45 @@ TEST(streams, server_stop_ends_open_streams_on_both_sides) {
     co_return s.error();
   }());
   EXPECT_TRUE(err) << "a stream cut by stop() must not look like a clean end";
+}
+
+// stop() drains: an open stream keeps moving until it ends (within stop_timeout), while its
+// connection refuses new calls.
+TEST(streams, stop_lets_an_open_upload_finish_and_refuses_new_calls_meanwhile) {
+  auto cfg = stream_server::config();
+  cfg.stop_timeout = corvid::test::patience(5s);
+  stream_server srv(transport::tcp, cfg);
+  auto client = srv.connect();
+  std::thread stopper;
+  std::chrono::steady_clock::time_point stop_began, stop_done;
+  auto r =
+      corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::size_t, corvid::rpc_error>> {
+        auto up = co_await client->open_stream<upload>();
+        if (!up) co_return corvid::unexpected(up.error());
+        if (auto e = co_await up->write("abc")) co_return corvid::unexpected(e);
+        stopper = std::thread([&] {
+          stop_began = std::chrono::steady_clock::now();
+          srv.server().stop();
+          stop_done = std::chrono::steady_clock::now();
+        });
+        std::this_thread::sleep_for(100ms);  // the drain has begun
+        // A new call on the draining connection is refused with a clear error.
+        auto refused = co_await client->call<twice>(2);
+        EXPECT_FALSE(refused.has_value());
+        if (!refused) {
+          EXPECT_EQ(refused.error().code(), corvid::rpc_errc::server_busy)
+              << refused.error().message();
+        }
+        for (int i = 0; i < 3; ++i) {
+          if (auto e = co_await up->write("abc")) co_return corvid::unexpected(e);
+        }
+        co_return co_await up->finish();
+      }());
+  stopper.join();
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(*r, 12u);
+  EXPECT_LT(stop_done - stop_began, corvid::test::patience(3s))
+      << "stop() waited for its timeout instead of for the stream";
 }
 
 TEST(streams, a_stream_past_max_streams_per_connection_is_refused_with_a_clear_error) {

@@ -18,7 +18,9 @@ struct server_config {
   std::size_t io_threads = std::max(1u, std::thread::hardware_concurrency());
   // Largest body + attachment accepted; a bigger frame is refused before any allocation.
   std::uint32_t max_frame_size = protocol::default_max_frame_size;
-  // How long stop() waits for in-flight calls to finish before closing connections anyway.
+  // How long stop() waits for in-flight calls and open streams to finish before closing
+  // connections anyway. (A connection with open streams reads their frames until they end,
+  // refusing new calls with server_busy.)
   std::chrono::milliseconds stop_timeout{5000};
   // More connections than this (0 = unlimited) are refused: the extra connection receives a
   // server_busy error frame naming the limit, then is closed.
