@@ -17,6 +17,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "connect.hpp"
 #include "eventually.hpp"
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -80,9 +81,7 @@ class test_server {
   corvid::rpc_server server_;
 };
 
-inline corvid::task<corvid::rpc_error> connect(corvid::rpc_client& c, std::string ep) {
-  co_return co_await c.connect(ep);
-}
+using corvid::test::connect;  // tests/support/connect.hpp
 
 // Polls `pred` until it holds or `limit` passes; the final answer of `pred`.
 template <class Pred>

@@ -10,6 +10,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "connect.hpp"
 #include "test_provider.hpp"
 
 namespace corvid_rdma_test {
@@ -49,9 +50,7 @@ class rdma_server {
   corvid::rpc_server server_;
 };
 
-inline corvid::task<corvid::rpc_error> connect(corvid::rpc_client& c, std::string ep) {
-  co_return co_await c.connect(ep);
-}
+using corvid::test::connect;  // tests/support/connect.hpp
 
 // Runs one call (an awaitable such as client.call<f>(...)) to completion from a test thread.
 template <class Awaitable>

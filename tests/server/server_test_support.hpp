@@ -14,6 +14,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "connect.hpp"
 #include "eventually.hpp"
 #include "slowdown.hpp"
 
@@ -36,9 +37,7 @@ inline std::string endpoint(const corvid::rpc_server& s) {
 }
 
 inline void connect(corvid::rpc_client& c, const corvid::rpc_server& s) {
-  auto ec = corvid::sync_wait([&]() -> corvid::task<corvid::rpc_error> {
-    co_return co_await c.connect(endpoint(s));
-  }());
+  auto ec = corvid::sync_wait(corvid::test::connect(c, endpoint(s)));
   ASSERT_FALSE(ec) << ec.message();
 }
 

@@ -118,7 +118,7 @@ TEST(stream_kill, a_server_killed_mid_stream_ends_the_clients_streams_with_conne
   corvid::test::peer_process peer(CORVID_STREAM_PEER, {"serve"});
   corvid::rpc_client client;
   const std::string endpoint = "127.0.0.1:" + std::to_string(peer.port());
-  ASSERT_FALSE(corvid::sync_wait(corvid::test::connect_task(client, endpoint)));
+  ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, endpoint)));
   auto s = opened(client.stream<endless>(1024u));
   auto c = opened(client.open_stream<chat>());
   const bool live = corvid::sync_wait([&]() -> corvid::task<bool> {

@@ -156,7 +156,7 @@ TEST(streams, a_stream_to_a_missing_handler_ends_with_function_not_found) {
   ASSERT_FALSE(server.async_start());
   corvid::rpc_client client;
   ASSERT_FALSE(corvid::sync_wait(
-      corvid::test::connect_task(client, "127.0.0.1:" + std::to_string(server.port()))));
+      corvid::test::connect(client, "127.0.0.1:" + std::to_string(server.port()))));
   auto [got, err] = corvid::sync_wait(read_count(client, 3));
   EXPECT_TRUE(got.empty());
   EXPECT_EQ(err.code(), corvid::rpc_errc::function_not_found) << err.message();
@@ -165,8 +165,8 @@ TEST(streams, a_stream_to_a_missing_handler_ends_with_function_not_found) {
   other.register_handler<count_to>();
   ASSERT_FALSE(other.async_start());
   corvid::rpc_client c2;
-  ASSERT_FALSE(corvid::sync_wait(
-      corvid::test::connect_task(c2, "127.0.0.1:" + std::to_string(other.port()))));
+  ASSERT_FALSE(
+      corvid::sync_wait(corvid::test::connect(c2, "127.0.0.1:" + std::to_string(other.port()))));
   auto r = corvid::sync_wait(write_upload(c2, 3, 10));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), corvid::rpc_errc::function_not_found) << r.error().message();

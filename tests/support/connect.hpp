@@ -6,7 +6,7 @@
 
 namespace corvid::test {
 
-inline corvid::task<corvid::rpc_error> connect_task(corvid::rpc_client& c, std::string ep) {
+inline corvid::task<corvid::rpc_error> connect(corvid::rpc_client& c, std::string ep) {
   co_return co_await c.connect(ep);
 }
 

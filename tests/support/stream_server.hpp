@@ -62,7 +62,7 @@ class stream_server {
       if (auto e = c->init_tls({.ca_file = stream_certs().ca}))
         throw std::runtime_error(e.message());
     }
-    if (auto e = corvid::sync_wait(corvid::test::connect_task(*c, endpoint())))
+    if (auto e = corvid::sync_wait(corvid::test::connect(*c, endpoint())))
       throw std::runtime_error(e.message());
     return c;
   }
