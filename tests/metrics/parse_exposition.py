@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Parses a Prometheus text exposition with prometheus_client's own parser and checks it.
 
-Usage: parse_exposition.py FILE METHOD
-Exit 0: parsed, and FILE's families hold what a server that served METHOD must show.
+Usage: parse_exposition.py FILE METHOD [FAMILY=TYPE ...]
+Exit 0: parsed, every family has HELP text, and FILE's families hold what a server that
+served METHOD must show (and each FAMILY, of its TYPE).
 Exit 77: prometheus_client is not installed (the test skips). Anything else: a failure.
 """
 import sys
@@ -27,6 +28,12 @@ def main():
         "corvid_server_connections": "gauge",
         "corvid_server_memory_bytes": "gauge",
     }
+    for extra in sys.argv[3:]:
+        name, kind = extra.split("=")
+        types[name] = kind
+    for family in families.values():
+        if not family.documentation:
+            sys.exit(f"{family.name} has no HELP text")
     for name, kind in types.items():
         if name not in families:
             sys.exit(f"missing family {name}; have {sorted(families)}")
