@@ -221,13 +221,14 @@ int complete_frames(std::string_view got) {
   return n;
 }
 
-// Reads into `got` until `frames` complete frames are there, or the server closes (then
-// `closed`, and `reset` if it was a reset), or 2 s pass (the harness then half-closes and the
-// checks tell what is missing).
-void read_frames(int fd, int frames, std::string& got, bool& closed, bool& reset) {
+// Reads into `got` until `arrived(got)`, or the server closes (then `closed`, and `reset` if
+// it was a reset), or 2 s pass (the harness then half-closes and the checks tell what is
+// missing).
+template <class Arrived>
+void read_frames(int fd, Arrived arrived, std::string& got, bool& closed, bool& reset) {
   char buf[16384];
   closed = reset = false;
-  while (complete_frames(got) < frames) {
+  while (!arrived(std::string_view(got))) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n > 0) {
       got.append(buf, static_cast<std::size_t>(n));
@@ -290,6 +291,27 @@ struct expectation {
     return duplicate_ids ? 0 : n;
   }
 };
+// Whether `got` holds every frame `want` owes: frames_owed() of them, and among them each
+// reply of a request no cancel names. (A cancel only may excuse a reply: one that could not
+// reach its call, as for a sync handler, leaves the reply coming, so the count alone would
+// let the harness half-close before a reply it owes.)
+bool owed_arrived(std::string_view got, const expectation& want) {
+  if (complete_frames(got) < want.frames_owed()) return false;
+  if (want.duplicate_ids) return true;
+  std::map<std::uint64_t, int> replies;
+  protocol::frame_header h;
+  while (got.size() >= protocol::header_size &&
+         protocol::decode_header(got.data(), h, UINT32_MAX) == protocol::header_errc::ok &&
+         got.size() >= h.frame_size()) {
+    if (h.type == protocol::msg_type::response) ++replies[h.request_id];
+    got.remove_prefix(h.frame_size());
+  }
+  for (const auto& [id, n] : want.ids) {
+    if (want.cancels.count(id) == 0 && replies[id] < n) return false;
+  }
+  return true;
+}
+
 expectation expected_replies(std::string_view stream) {
   expectation e;
   while (stream.size() >= protocol::header_size) {
@@ -480,7 +502,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string got;
   bool closed = false;
   bool reset = false;
-  read_frames(fd, want.frames_owed(), got, closed, reset);
+  read_frames(
+      fd, [&](std::string_view g) { return owed_arrived(g, want); }, got, closed, reset);
   if (!closed) {
     ::shutdown(fd, SHUT_WR);
     read_to_eof(fd, got, reset);
