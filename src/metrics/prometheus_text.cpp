@@ -26,6 +26,11 @@ class writer {
     out_ += type;
     out_ += '\n';
   }
+  // A family of one unlabelled sample.
+  void single(const char* name, const char* type, const char* help, double value) {
+    family(name, type, help);
+    sample(name, {}, value);
+  }
   // name{k1="v1",k2="v2"} value
   void sample(std::string_view name,
               std::initializer_list<std::pair<const char*, std::string_view>> labels,
@@ -193,49 +198,41 @@ std::string prometheus_text(const server_snapshot& s) {
       {"corvid_server_rdma_rnr_errors_total", "RDMA receiver-not-ready retries exhausted.",
        t.rdma_rnr_errors},
   };
-  for (const plain& p : counters) {
-    w.family(p.name, "counter", p.help);
-    w.sample(p.name, {}, d(p.value));
-  }
+  for (const plain& p : counters) w.single(p.name, "counter", p.help, d(p.value));
   if (s.has_rdma) {
     const rdma_pool_row& p = s.rdma_pool;
     w.family("corvid_server_rdma_chunks", "gauge",
              "Registered RDMA chunks, held by connections (in_use) or kept free (cached).");
     w.sample("corvid_server_rdma_chunks", {{"state", "in_use"}}, d(p.chunks_in_use));
     w.sample("corvid_server_rdma_chunks", {{"state", "cached"}}, d(p.chunks_cached));
-    w.family("corvid_server_rdma_registered_bytes", "gauge",
-             "Memory registered with the RDMA device by the chunk pool.");
-    w.sample("corvid_server_rdma_registered_bytes", {}, d(p.registered_bytes));
-    w.family("corvid_server_rdma_registered_limit_bytes", "gauge",
-             "The chunk pool's watermark (ibv_config).");
-    w.sample("corvid_server_rdma_registered_limit_bytes", {}, d(p.watermark));
-    w.family("corvid_server_rdma_chunk_refusals_total", "counter",
-             "Chunk requests refused at the watermark.");
-    w.sample("corvid_server_rdma_chunk_refusals_total", {}, d(p.refusals));
+    w.single("corvid_server_rdma_registered_bytes", "gauge",
+             "Memory registered with the RDMA device by the chunk pool.", d(p.registered_bytes));
+    w.single("corvid_server_rdma_registered_limit_bytes", "gauge",
+             "The chunk pool's watermark (ibv_config).", d(p.watermark));
+    w.single("corvid_server_rdma_chunk_refusals_total", "counter",
+             "Chunk requests refused at the watermark.", d(p.refusals));
   }
   if (s.has_workers) {
     const worker_row& wr = s.workers;
-    w.family("corvid_server_worker_queue_depth", "gauge",
-             "Blocking calls queued for the worker pool, not yet running.");
-    w.sample("corvid_server_worker_queue_depth", {}, d(wr.queued));
-    w.family("corvid_server_worker_queue_limit", "gauge",
-             "The worker queue's length limit (server_config::worker_queue_length).");
-    w.sample("corvid_server_worker_queue_limit", {}, d(wr.max_queued));
-    w.family("corvid_server_worker_queue_bytes", "gauge",
-             "Request bytes of the blocking calls queued for the worker pool.");
-    w.sample("corvid_server_worker_queue_bytes", {}, d(wr.queued_bytes));
-    w.family("corvid_server_worker_queue_limit_bytes", "gauge",
-             "The worker queue's byte limit (server_config::worker_queue_bytes).");
-    w.sample("corvid_server_worker_queue_limit_bytes", {}, d(wr.max_queued_bytes));
+    w.single("corvid_server_worker_queue_depth", "gauge",
+             "Blocking calls queued for the worker pool, not yet running.", d(wr.queued));
+    w.single("corvid_server_worker_queue_limit", "gauge",
+             "The worker queue's length limit (server_config::worker_queue_length).",
+             d(wr.max_queued));
+    w.single("corvid_server_worker_queue_bytes", "gauge",
+             "Request bytes of the blocking calls queued for the worker pool.", d(wr.queued_bytes));
+    w.single("corvid_server_worker_queue_limit_bytes", "gauge",
+             "The worker queue's byte limit (server_config::worker_queue_bytes).",
+             d(wr.max_queued_bytes));
     w.family("corvid_server_workers", "gauge", "Worker threads, running a call (busy) or idle.");
     w.sample("corvid_server_workers", {{"state", "busy"}}, d(wr.busy));
     w.sample("corvid_server_workers", {{"state", "idle"}},
              d(wr.threads > wr.busy ? wr.threads - wr.busy : 0));
   }
-  w.family("corvid_server_uptime_seconds", "gauge", "Seconds since the server started.");
-  w.sample("corvid_server_uptime_seconds", {}, s.uptime_seconds);
-  w.family("corvid_server_serving", "gauge", "1 while serving, 0 once stop() began.");
-  w.sample("corvid_server_serving", {}, s.serving ? 1 : 0);
+  w.single("corvid_server_uptime_seconds", "gauge", "Seconds since the server started.",
+           s.uptime_seconds);
+  w.single("corvid_server_serving", "gauge", "1 while serving, 0 once stop() began.",
+           s.serving ? 1 : 0);
   return out;
 }
 
