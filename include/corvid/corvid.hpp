@@ -21,3 +21,6 @@
 #include "corvid/stream/stream_reader.hpp"
 #include "corvid/sync_wait.hpp"
 #include "corvid/task.hpp"
+#include "corvid/trace/span.hpp"
+#include "corvid/trace/trace_context.hpp"
+#include "corvid/trace/trace_scope.hpp"

@@ -8,6 +8,7 @@
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../protocol/trace_prefix.hpp"
 #include "../rdma/handshake.hpp"
 #include "../runtime/endpoint.hpp"
 #include "../transport/byte_stream.hpp"
@@ -384,6 +385,11 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
     try {
       p = std::make_unique<parked_request>();
       p->frame.resize(protocol::header_size);
+      if (call->trace) [[unlikely]] {
+        p->frame.resize(protocol::header_size + protocol::trace_prefix_size);
+        protocol::encode_trace_prefix(*call->trace, p->frame.data() + protocol::header_size);
+        p->header.flags = protocol::flag_trace;
+      }
       codec::string_sink sink(p->frame);
       encode.to_string(encode.args, sink);
       body = p->frame.size() - protocol::header_size;
@@ -414,6 +420,8 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   }
   const std::size_t mark = pending_.mark();
   pending_.extend(protocol::header_size);  // filled in below, once the lengths are known
+  if (call->trace) [[unlikely]]
+    protocol::encode_trace_prefix(*call->trace, pending_.extend(protocol::trace_prefix_size));
   try {
     encode.to_queue(encode.args, pending_);
   } catch (...) {  // bad_alloc
@@ -437,6 +445,8 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   h.request_id = call->id;
   h.function_id = function_id;
   h.signature = signature;
+  if (call->trace) [[unlikely]]
+    h.flags = protocol::flag_trace;
   h.body_length = static_cast<std::uint32_t>(body);
   h.attachment_length = static_cast<std::uint32_t>(attachment.size());
   // The deadline travels with the request, so the server can skip work nobody awaits.

@@ -18,7 +18,7 @@ struct client_pool::connect_wait {
   bool await_suspend(std::coroutine_handle<> h) {
     std::lock_guard lk(pool->mutex_);
     if (pool->connecting_ == 0) return false;
-    pool->waiters_.push_back(h);
+    pool->waiters_.push_back({h, detail::capture_trace()});
     return true;
   }
   void await_resume() const noexcept {}
@@ -114,8 +114,8 @@ void client_pool::count_retry() {
   ++stats_.retried_unsent;
 }
 
-void client_pool::wake(std::vector<std::coroutine_handle<>>& waiters) {
-  for (auto h : waiters) h.resume();
+void client_pool::wake(std::vector<waiter>& waiters) {
+  for (const waiter& w : waiters) detail::resume_traced(w.handle, w.trace);
   waiters.clear();
 }
 
@@ -174,7 +174,7 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
       continue;
     }
     rpc_error ec = co_await fresh->connect(endpoint_);
-    std::vector<std::coroutine_handle<>> waiters;
+    std::vector<waiter> waiters;
     {
       std::lock_guard lk(mutex_);
       --connecting_;

@@ -90,9 +90,9 @@ void rpc_client::submit(detail::call_base* call, std::uint32_t function_id, std:
 }
 
 void connect_awaiter::await_suspend(std::coroutine_handle<> h) {
-  conn_->connect(host_, port_, [this, h](rpc_error e) {
+  conn_->connect(host_, port_, [this, h, trace = detail::capture_trace()](rpc_error e) {
     result_ = std::move(e);
-    h.resume();
+    detail::resume_traced(h, trace);
   });
 }
 

@@ -1,6 +1,7 @@
 #include "corvid/runtime/sleep.hpp"
 
 #include "corvid/runtime/io_pool.hpp"
+#include "corvid/trace/trace_scope.hpp"
 
 #include "timer_access.hpp"
 
@@ -11,9 +12,10 @@ void sleep_awaiter::await_suspend(std::coroutine_handle<> h) {
   // caller on its own thread), the timer runs on the default pool, where it resumes.
   asio::io_context* ctx = current_reactor();
   if (ctx == nullptr) ctx = &io_pool::default_pool().next();
-  detail::timer_access::emplace(timer_, *ctx, duration_).async_wait([h](const std::error_code&) {
-    h.resume();
-  });
+  detail::timer_access::emplace(timer_, *ctx, duration_)
+      .async_wait([h, trace = detail::capture_trace()](const std::error_code&) {
+        detail::resume_traced(h, trace);
+      });
 }
 
 }  // namespace corvid

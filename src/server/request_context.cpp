@@ -6,6 +6,7 @@
 #include "corvid/detail/reply_channel.hpp"
 #include "corvid/detail/stream_link.hpp"
 #include "corvid/runtime/io_pool.hpp"
+#include "corvid/trace/trace_scope.hpp"
 
 #include "../runtime/timer_access.hpp"
 
@@ -15,6 +16,12 @@ void request_context::cancel() noexcept {
   cancelled_.store(true, std::memory_order_release);
   signal_.emit(asio::cancellation_type::all);
   if (stream_ != nullptr) stream_->on_cancel();
+}
+
+void request_context::start_span(const trace_context& caller) noexcept {
+  span_.emplace(detail::traced_call{caller.child(), caller.span_id,
+                                    std::chrono::system_clock::now(),
+                                    std::chrono::steady_clock::now()});
 }
 
 std::string request_context::peer_address() const { return channel_->peer_address(); }
@@ -27,6 +34,7 @@ bool cancellable_sleep::await_ready() const noexcept {
 void cancellable_sleep::await_suspend(std::coroutine_handle<> h) {
   // The timer and the cancellation signal belong to the connection's reactor, where cancel
   // frames are handled: a handler that moved to another thread arms its timer there.
+  trace_ = detail::capture_trace();
   if (current_reactor() == &ctx_.reactor()) {
     arm(h);
   } else {
@@ -36,7 +44,7 @@ void cancellable_sleep::await_suspend(std::coroutine_handle<> h) {
 
 void cancellable_sleep::arm(std::coroutine_handle<> h) {
   if (ctx_.cancelled()) {  // cancelled between await_ready and now
-    asio::post(ctx_.reactor(), [h] { h.resume(); });
+    asio::post(ctx_.reactor(), [h, trace = trace_] { detail::resume_traced(h, trace); });
     return;
   }
   detail::timer_access::emplace(timer_, ctx_.reactor(), duration_)
@@ -48,7 +56,7 @@ void cancellable_sleep::arm(std::coroutine_handle<> h) {
                                                  // timer.
                                                  ctx_.cancellation_slot().clear();
                                                  slept_ = !ec;
-                                                 h.resume();
+                                                 detail::resume_traced(h, trace_);
                                                }));
 }
 

@@ -11,8 +11,10 @@
 #include "corvid/detail/stream_link.hpp"
 #include "corvid/memory/buffer_pool.hpp"
 #include "corvid/server/request_context.hpp"
+#include "corvid/trace/span.hpp"
 
 #include "../admin/admin_session.hpp"
+#include "../protocol/trace_prefix.hpp"
 #include "../rdma/handshake.hpp"
 #include "../rdma/setup_limiter.hpp"
 #include "../transport/tls_context.hpp"
@@ -716,6 +718,12 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
   const handler_entry* entry = core_.find(h.function_id);
   metrics_.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method, h.request_id,
                  h.payload_size(), read_time_);
+  if ((h.flags & protocol::flag_trace) != 0) [[unlikely]] {
+    if (!read_trace(h, req)) {
+      metrics_.end_dispatch();
+      return;
+    }
+  }
   if (h.timeout_ms != 0) {
     req.deadline = read_time_ + std::chrono::milliseconds(h.timeout_ms);
     // Requests queued behind slow work: the caller has given up, so don't run the handler.
@@ -742,6 +750,37 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
     entry->invoke(entry->object, *this, req);
   }
   metrics_.end_dispatch();
+}
+
+bool server_connection::read_trace(const protocol::frame_header& h, request_view& req) {
+  if (req.body.size() < protocol::trace_prefix_size) {
+    reply_error(h.request_id, rpc_errc::bad_request,
+                "the trace flag is set but the body is shorter than a trace context (" +
+                    std::to_string(protocol::trace_prefix_size) + " bytes)");
+    return false;
+  }
+  caller_trace_ = protocol::decode_trace_prefix(req.body.data());
+  req.body.remove_prefix(protocol::trace_prefix_size);
+  // An invalid context (an all-zero id) is dropped, as W3C asks: the call runs untraced.
+  if (caller_trace_.valid()) req.trace = &caller_trace_;
+  return true;
+}
+
+void server_connection::span_ended(request_context& ctx) noexcept {
+  auto& traced = request_context_access::span(ctx);
+  if (!traced || !core_.config.on_span) return;
+  span s;
+  s.context = traced->context;
+  s.parent_span_id = traced->parent_span_id;
+  const handler_entry* entry = core_.find(ctx.function_id());
+  if (entry != nullptr) s.name = entry->name;
+  s.start = traced->start;
+  s.duration = std::chrono::steady_clock::now() - traced->steady_start;
+  s.status = request_context_access::cancel_requested(ctx) ? rpc_errc::cancelled : traced->status;
+  try {
+    core_.config.on_span(s);
+  } catch (...) {  // the exporter's failure is not the call's
+  }
 }
 
 metrics::method_stats* server_connection::running_call_metrics(std::uint64_t request_id) {
@@ -986,6 +1025,8 @@ void server_connection::end_reply(request_context* ctx) {
 void server_connection::reply_error(std::uint64_t request_id, rpc_errc code,
                                     std::string_view message) {
   metrics::call_recorder::error(call_metrics(request_id), code);
+  if (request_context* c = running_.find(request_id); c != nullptr && c->trace() != nullptr)
+    request_context_access::span(*c)->status = code;  // a traced call's span tells its end
   if (reply_open_) {  // an exception escaped half-way through encoding a reply
     pending_.rollback(reply_mark_);
     reply_open_ = false;
@@ -1053,6 +1094,8 @@ void server_connection::call_started(request_context& ctx) noexcept {
 }
 
 void server_connection::call_finished(request_context& ctx) noexcept {
+  if (ctx.trace() != nullptr) [[unlikely]]
+    span_ended(ctx);
   --in_flight_;
   metrics_.call_finished(call_metrics(ctx.request_id()), request_context_access::arrived(ctx));
   running_.erase(&ctx);

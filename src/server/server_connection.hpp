@@ -14,6 +14,7 @@
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/detail/reply_channel.hpp"
 #include "corvid/protocol/frame_header.hpp"
+#include "corvid/trace/trace_context.hpp"
 
 #include "../memory/server_memory.hpp"
 #include "../metrics/call_recorder.hpp"
@@ -52,6 +53,7 @@ class server_connection final : public reply_channel {
   void charge_call(std::size_t bytes) noexcept override { mem_.charge_admitted(bytes); }
   void call_started(request_context& ctx) noexcept override;
   void call_finished(request_context& ctx) noexcept override;
+  void span_ended(request_context& ctx) noexcept override;
   outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) override;
   void end_item(std::size_t owned_bytes) override;
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
@@ -170,6 +172,9 @@ class server_connection final : public reply_channel {
     return s != nullptr || !metrics_.on() ? s : running_call_metrics(request_id);
   }
   metrics::method_stats* running_call_metrics(std::uint64_t request_id);
+  // A request with protocol::flag_trace: takes the trace context off its body. False when
+  // the body is too short for one (the request is answered bad_request).
+  bool read_trace(const protocol::frame_header& h, request_view& req);
   // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
   // armed for the earliest limit and only re-armed when it fires: activity just moves the
   // timestamps below, so the hot path never touches the timer.
@@ -198,7 +203,8 @@ class server_connection final : public reply_channel {
   // fit the memory limit: answered message_too_large, then skipped, not stored).
   std::uint64_t skip_ = 0;
   std::chrono::steady_clock::time_point read_time_{};  // when the current batch arrived
-  std::optional<asio::steady_timer> timer_;            // only when a time limit is configured
+  trace_context caller_trace_;               // the request being dispatched's, while it is
+  std::optional<asio::steady_timer> timer_;  // only when a time limit is configured
   using time_point = std::chrono::steady_clock::time_point;
   time_point last_activity_{};          // last request or call end: what "idle" is measured from
   time_point frame_started_{};          // first byte of the incomplete frame in read_buf_, or {}

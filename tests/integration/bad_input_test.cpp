@@ -148,6 +148,38 @@ TEST(bad_input, unknown_function_id) {
   EXPECT_NE(f->message().find("0xdeadbeef"), std::string::npos) << f->message();
 }
 
+// The trace flag promises a trace context at the body's start: a body too short for one is
+// refused (the connection stays), and an all-zero context (invalid for W3C) is dropped while
+// its call runs untraced. Either way the arguments after it are read as usual.
+TEST(bad_input, trace_flag_with_a_body_too_short_or_an_invalid_context) {
+  test_server srv;
+  raw_connection raw(srv.port());
+  corvid::protocol::frame_header h;
+  h.type = corvid::protocol::msg_type::request;
+  h.flags = corvid::protocol::flag_trace;
+  h.request_id = 1;
+  h.function_id = add_id;
+  raw.send(frame_bytes(h, std::string(24, '\x01')));
+  auto f = raw.read_frame();
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->header.status, corvid::rpc_errc::bad_request);
+  EXPECT_NE(f->message().find("trace"), std::string::npos) << f->message();
+
+  std::string body(25, '\0');  // trace id and span id all zeros
+  corvid::codec::string_sink sink{body};
+  corvid::codec::encode(sink, 40);
+  corvid::codec::encode(sink, 2);
+  h.request_id = 2;
+  raw.send(frame_bytes(h, body));
+  f = raw.read_frame();
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->header.status, corvid::rpc_errc::ok) << f->message();
+  int sum = 0;
+  ASSERT_EQ(corvid::codec::decode(f->body, sum), corvid::codec::decode_errc::ok);
+  EXPECT_EQ(sum, 42);
+  expect_server_healthy(srv);
+}
+
 TEST(bad_input, many_frames_in_one_send_are_all_answered) {
   test_server srv;
   raw_connection raw(srv.port());

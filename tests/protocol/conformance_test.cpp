@@ -162,6 +162,11 @@ TEST_F(ServerConformance, NonCorvidStreamGetsProtocolErrorThenClose) {
   EXPECT_TRUE(peer_.closed_by_peer());
 }
 
+TEST_F(ServerConformance, TracedRequestGetsTheDocReply) {
+  peer_.send(doc_.at("traced_echo_request"));
+  EXPECT_EQ(hex(peer_.read_frame()), hex(doc_.at("traced_echo_response")));
+}
+
 // Each broken header: an id-0 protocol_error naming the problem, then the server closes.
 TEST_F(ServerConformance, BadHeadersGetConnectionLevelErrors) {
   struct bad {
@@ -275,6 +280,29 @@ TEST_F(ClientConformance, IdZeroErrorFailsPendingCalls) {
   const rpc_error e = call.get();
   EXPECT_EQ(e.code(), rpc_errc::protocol_error);
   EXPECT_EQ(e.message(), "bad magic (not a corvid stream)");
+}
+
+// A call made in a trace context carries it exactly as the doc shows (the request id is the
+// connection's first, the timeout the client's default).
+TEST_F(ClientConformance, SendsTheTraceContextAsTheDocShows) {
+  auto call = std::async(std::launch::async, [&] {
+    return sync_wait([&]() -> task<std::string> {
+      if (auto ec = co_await client_.connect("127.0.0.1:" + std::to_string(port())))
+        co_return ec.message();
+      const auto t =
+          *trace_context::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+      trace_scope scope(t);
+      auto r = co_await client_.send_request<echo>("hello");
+      auto v = co_await std::move(r);
+      co_return v ? *v : v.error().message();
+    }());
+  });
+  server_.accept(acceptor_);
+  std::string want = with_timeout(doc_.at("traced_echo_request"), 10000);
+  for (int i = 0; i < 8; ++i) want[8 + i] = static_cast<char>((first_id >> (8 * i)) & 0xff);
+  EXPECT_EQ(hex(server_.read(want.size())), hex(want));
+  server_.send(doc_.at("echo_response"));
+  EXPECT_EQ(call.get(), "hello");
 }
 
 }  // namespace

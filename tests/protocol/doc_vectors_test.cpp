@@ -1,8 +1,11 @@
 // Every hex vector in docs/protocol.md, rebuilt here from encode_header + codec::encode and
 // compared byte for byte. The doc is read at test time, so editing either side alone fails.
 #include <cstdio>
+#include <cstring>
 
 #include <gtest/gtest.h>
+
+#include "corvid/trace/trace_context.hpp"
 
 #include "wire_util.hpp"
 
@@ -13,6 +16,24 @@ std::string not_found_message(std::uint32_t id) {
   char msg[64];
   std::snprintf(msg, sizeof msg, "no handler registered for function id 0x%08x", id);
   return msg;
+}
+
+// echo("hello") carrying the W3C specification's example trace context.
+std::string traced_echo_request(std::uint64_t id) {
+  const auto trace =
+      *trace_context::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  std::string prefix(25, '\0');
+  std::memcpy(prefix.data(), trace.trace_id.data(), 16);
+  std::memcpy(prefix.data() + 16, trace.span_id.data(), 8);
+  prefix[24] = static_cast<char>(trace.flags);
+  std::string out = request<echo>(id, {}, "hello");
+  frame_header h;
+  decode_header(out.data(), h, default_max_frame_size);
+  h.flags = flag_trace;
+  h.body_length += 25;
+  encode_header(h, out.data());
+  out.insert(header_size, prefix);
+  return out;
 }
 
 // name -> bytes, for every vector the doc must contain.
@@ -48,6 +69,8 @@ std::map<std::string, std::string> built_vectors() {
       {"stream_credit_frame",
        frame({.type = msg_type::stream_credit, .request_id = id + 7, .timeout_ms = 65536}, {})},
       {"stream_end_frame", frame({.type = msg_type::stream_end, .request_id = id + 7}, {})},
+      {"traced_echo_request", traced_echo_request(id + 8)},
+      {"traced_echo_response", response(id + 8, std::string("hello"))},
   };
 }
 

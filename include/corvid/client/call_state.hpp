@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "corvid/detail/frame_allocator.hpp"
 #include "corvid/error.hpp"
 #include "corvid/expected.hpp"
+#include "corvid/trace/trace_scope.hpp"
 
 namespace corvid {
 
@@ -45,7 +47,7 @@ class call_base : public pooled {
   // After set_reply/set_error: wakes the awaiting coroutine, if it is already waiting.
   void complete() noexcept {
     void* w = waiter_.exchange(done_marker(), std::memory_order_acq_rel);
-    if (w != nullptr) std::coroutine_handle<>::from_address(w).resume();
+    if (w != nullptr) resume(w);
   }
   void fail(rpc_errc code, std::string message) noexcept {
     set_error(rpc_error(code, std::move(message)));
@@ -73,7 +75,7 @@ class call_base : public pooled {
   // The request was queued for writing, or the call ended while parked: wakes the waiter.
   void admit() noexcept {
     void* w = admit_waiter_.exchange(done_marker(), std::memory_order_acq_rel);
-    if (w != nullptr && w != done_marker()) std::coroutine_handle<>::from_address(w).resume();
+    if (w != nullptr && w != done_marker()) resume(w);
   }
 
   void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
@@ -96,8 +98,20 @@ class call_base : public pooled {
   // Streams: credit granted beyond the protocol's initial window, sent right behind the
   // request whenever it is queued (at once, or when a parked request gets room).
   std::uint32_t extra_credit = 0;
+  // The trace context the call carries (call_options::trace, or the current one when it was
+  // made): sent with the request, and in scope again when the caller resumes.
+  std::optional<trace_context> trace;
 
  private:
+  // Resumes the coroutine waiting on this call (which may free the call).
+  void resume(void* waiter) noexcept {
+    auto h = std::coroutine_handle<>::from_address(waiter);
+    if (trace) [[unlikely]] {
+      resume_traced(h, trace);
+    } else {
+      h.resume();
+    }
+  }
   static void* done_marker() noexcept { return reinterpret_cast<void*>(1); }
   std::atomic<void*> waiter_{nullptr};
   std::atomic<void*> admit_waiter_{done_marker()};  // calls start admitted

@@ -11,6 +11,7 @@
 #include <coroutine>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -124,7 +125,12 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   std::chrono::milliseconds backoff_locked();
   void count_retry();
   // Resumes coroutines waiting for a connect to finish (after mutex_ is released).
-  void wake(std::vector<std::coroutine_handle<>>& waiters);
+  // Each with the trace context it waited in (restored when it resumes).
+  struct waiter {
+    std::coroutine_handle<> handle;
+    std::optional<trace_context> trace;
+  };
+  void wake(std::vector<waiter>& waiters);
   struct connect_wait;
   // A timer on one of the client's reactors that reaps idle and aged connections when no one
   // calls (acquire() reaps too): a pool that went quiet must not keep its sockets, and their
@@ -137,7 +143,7 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   const pool_config config_;
   mutable std::mutex mutex_;
   std::vector<entry> entries_;
-  std::vector<std::coroutine_handle<>> waiters_;
+  std::vector<waiter> waiters_;
   std::size_t connecting_ = 0;
   std::size_t consecutive_failures_ = 0;
   std::chrono::steady_clock::time_point next_attempt_{};

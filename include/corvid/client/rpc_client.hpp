@@ -29,6 +29,7 @@
 #include "corvid/runtime/transport_stats.hpp"
 #include "corvid/stream/stream_reader.hpp"
 #include "corvid/stream/stream_writer.hpp"
+#include "corvid/trace/trace_scope.hpp"
 
 namespace corvid {
 
@@ -40,6 +41,9 @@ class client_connection;  // src/client: the socket, its reactor and the pending
 struct call_options {
   std::chrono::milliseconds timeout{-1};  // negative: the client's request_timeout; 0: none
   std::string_view attachment;            // raw bytes sent beside the arguments
+  // The trace context the call carries (copied when it is made); null: the current one
+  // (trace_scope.hpp), which inside a traced handler is its request_context::trace().
+  const trace_context* trace = nullptr;
 };
 
 // What co_await stream<F>(...) and open_stream<F>(...) yield (for pools and balancers).
@@ -218,6 +222,9 @@ class rpc_client {
         (encode_arg<std::tuple_element_t<I, params>>(out, std::forward<Args>(args)), ...);
       }(std::index_sequence_for<Args...>{});
     };
+    const trace_context* trace = options.trace != nullptr ? options.trace : current_trace();
+    if (trace != nullptr && trace->valid()) [[unlikely]]
+      call->trace = *trace;
     submit(call, protocol::function_id<F>(), protocol::signature_v<F>, options.attachment, timeout,
            detail::encoder_for(encode));
   }

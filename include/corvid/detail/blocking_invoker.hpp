@@ -39,8 +39,8 @@ struct blocking_call : blocking_job, pooled {
         storage(copy_request(req)),
         body(storage.data(), req.body.size()),
         ctx(ch, req.request_id, req.function_id,
-            std::string_view(storage.data() + req.body.size(), req.attachment.size()),
-            req.deadline) {
+            std::string_view(storage.data() + req.body.size(), req.attachment.size()), req.deadline,
+            req.trace) {
     request_context_access::cancel_at_deadline(ctx);
   }
   std::shared_ptr<reply_channel> channel;
@@ -106,6 +106,7 @@ void execute_blocking(blocking_job* job) noexcept {
     call->done = outcome::expired;  // the caller gave up while it waited: never runs
   } else {
     try {
+      trace_scope scope(call->ctx.trace());
       if constexpr (std::is_void_v<typename blocking_call<F>::result>) {
         apply_handler<F>(call->object, call->ctx, call->args);
       } else {

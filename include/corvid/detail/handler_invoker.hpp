@@ -23,6 +23,7 @@
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/protocol/signature.hpp"
 #include "corvid/server/request_context.hpp"
+#include "corvid/trace/trace_scope.hpp"
 
 namespace corvid::detail {
 
@@ -34,6 +35,7 @@ struct request_view {
   std::string_view body;
   std::string_view attachment;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  const trace_context* trace = nullptr;  // the caller's, when the request carried one
 };
 
 using invoke_fn = void (*)(void* object, reply_channel& channel, const request_view& request);
@@ -154,8 +156,9 @@ void invoke_sync(void* object, reply_channel& ch, const request_view& req) {
   if (!signature_matches<F>(ch, req)) return;
   decoded_args_t<F> args;
   if (!decode_arguments<F>(ch, req, req.body, args)) return;
-  request_context ctx(ch, req.request_id, req.function_id, req.attachment, req.deadline);
+  request_context ctx(ch, req.request_id, req.function_id, req.attachment, req.deadline, req.trace);
   try {
+    trace_scope scope(ctx.trace());
     if constexpr (std::is_void_v<result>) {
       apply_handler<F>(object, ctx, args);
       send_value(ch, req.request_id, ctx);
@@ -164,9 +167,13 @@ void invoke_sync(void* object, reply_channel& ch, const request_view& req) {
       send_value(ch, req.request_id, ctx, value);
     }
   } catch (...) {
+    if (ctx.trace() != nullptr) [[unlikely]]
+      request_context_access::span(ctx)->status = rpc_errc::handler_error;
     ch.reply_error(req.request_id, rpc_errc::handler_error,
                    describe_exception(std::current_exception()));
   }
+  if (ctx.trace() != nullptr) [[unlikely]]
+    ch.span_ended(ctx);
 }
 
 // A coroutine handler's request outlives the read buffer it arrived in, so its bytes are
@@ -187,8 +194,8 @@ struct held_request {
         storage(copy_request(req)),
         body(storage.data(), req.body.size()),
         ctx(ch, req.request_id, req.function_id,
-            std::string_view(storage.data() + req.body.size(), req.attachment.size()),
-            req.deadline) {}
+            std::string_view(storage.data() + req.body.size(), req.attachment.size()), req.deadline,
+            req.trace) {}
   std::shared_ptr<reply_channel> channel;
   std::uint64_t request_id;
   byte_buffer storage;
@@ -270,6 +277,7 @@ void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) 
   }
   ch.call_started(call->ctx);
   try {
+    trace_scope scope(call->ctx.trace());  // the handler's start; the call may end within
     run_coroutine_call<F>(object, call);
   } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
     ch.call_finished(call->ctx);

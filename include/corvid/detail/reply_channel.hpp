@@ -83,6 +83,9 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
     return false;
   }
 
+  // A traced call (request_context::trace()) ended: its span goes to the user's exporter.
+  virtual void span_ended(request_context& ctx) noexcept { (void)ctx; }
+
   virtual asio::io_context& reactor() noexcept = 0;
   virtual std::string peer_address() const = 0;
 };

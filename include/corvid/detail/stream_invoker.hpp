@@ -62,11 +62,11 @@ class stream_call final
       request_context_access::cancel(ctx);
       return;
     }
-    if (wake) wake.resume();
+    if (wake) resume_handler(wake);
   }
   void on_writes_closed() override {
     ++moved;
-    if (auto w = end(rpc_error{})) w.resume();
+    if (auto w = end(rpc_error{})) resume_handler(w);
   }
   void on_credit(std::uint32_t bytes) override {
     ++moved;
@@ -86,8 +86,7 @@ class stream_call final
         abort_producer();
         return;
       }
-      auto h = std::exchange(parked_, {});
-      h.resume();  // last: the stream may finish and free this
+      resume_handler(std::exchange(parked_, {}));  // last: the stream may finish and free this
     });
   }
   void on_cancel() noexcept override {
@@ -95,7 +94,7 @@ class stream_call final
     // the stream ends when the connection closes.)
     post_held([this] {
       if (auto w = end(rpc_error(rpc_errc::cancelled, "stream cancelled"), true)) {
-        w.resume();
+        resume_handler(w);
       } else if (parked_) {
         abort_producer();
       }
@@ -172,6 +171,15 @@ class stream_call final
     finish(h, error);
   }
 
+  // Resumes the handler's coroutine (its producer, or one awaiting its reader) with the
+  // call's trace context current, as at its start. A copy: the stream may end and free this.
+  void resume_handler(std::coroutine_handle<> h) {
+    if (const trace_context* t = ctx.trace()) [[unlikely]] {
+      resume_traced(h, *t);
+    } else {
+      h.resume();
+    }
+  }
   // Starts the handler: for stream<T> handlers their coroutine, for task handlers (client
   // streaming) a detached runner that replies with their result.
   void start(void* object) {
@@ -334,8 +342,7 @@ class stream_call final
       return;
     }
     if (!sent || lent_) return;
-    auto h = std::exchange(parked_, {});
-    h.resume();  // last: the stream may finish and free this
+    resume_handler(std::exchange(parked_, {}));  // last: the stream may finish and free this
   }
   void schedule_abort() {
     post_held([this] {
@@ -444,6 +451,7 @@ void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
   ch.call_started(call->ctx);
   try {
     if (window != 0) ch.send_credit(req.request_id, static_cast<std::uint32_t>(window));
+    trace_scope scope(call->ctx.trace());
     call->start(object);
   } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
     request_context_access::stream(call->ctx) = nullptr;

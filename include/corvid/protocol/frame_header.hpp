@@ -30,6 +30,9 @@ enum class msg_type : std::uint8_t {
   stream_credit = 9,  // either side: the receiver grants the sender `timeout_ms` more bytes
 };
 inline constexpr std::uint8_t max_msg_type = 9;
+// Flag bits. flag_trace (requests): the body starts with the caller's trace context
+// (docs/protocol.md, "Trace context"). Receivers ignore bits they do not know.
+inline constexpr std::uint8_t flag_trace = 0x01;
 // Bytes a stream's server may send before the client grants any (the client's window starts
 // there; a client with a larger one grants the rest as it reads).
 inline constexpr std::uint32_t initial_stream_credit = 256u << 10;

@@ -2,6 +2,7 @@
 // Per-request context: a handler that declares `corvid::request_context&` as its first
 // parameter sees who called, which request this is, and the request's attachment, and can set
 // the reply's attachment. Attachments are raw bytes beside the encoded arguments, never encoded.
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <coroutine>
@@ -15,6 +16,8 @@
 #include <asio/io_context.hpp>
 
 #include "corvid/detail/timer_storage.hpp"
+#include "corvid/error.hpp"
+#include "corvid/trace/trace_context.hpp"
 
 namespace corvid {
 
@@ -27,6 +30,17 @@ struct request_context_access;
 }  // namespace detail
 
 class request_context;
+
+namespace detail {
+// A traced call's server span, while it runs.
+struct traced_call {
+  trace_context context;                       // the caller's trace, this span's id
+  std::array<std::uint8_t, 8> parent_span_id;  // the caller's span
+  std::chrono::system_clock::time_point start;
+  std::chrono::steady_clock::time_point steady_start;
+  rpc_errc status = rpc_errc::ok;
+};
+}  // namespace detail
 
 // co_await ctx.sleep_for(d): like corvid::sleep_for, but ends early when the call is
 // cancelled. Yields true if it slept the whole time, false if cancelled.
@@ -44,19 +58,24 @@ class cancellable_sleep {
   std::chrono::steady_clock::duration duration_;
   detail::timer_storage timer_;
   bool slept_ = false;
+  std::optional<trace_context> trace_;  // in scope again when the sleep resumes its awaiter
 };
 
 class request_context {
  public:
-  request_context(detail::reply_channel& channel, std::uint64_t request_id,
-                  std::uint32_t function_id, std::string_view attachment,
-                  std::chrono::steady_clock::time_point deadline =
-                      std::chrono::steady_clock::time_point::max()) noexcept
+  request_context(
+      detail::reply_channel& channel, std::uint64_t request_id, std::uint32_t function_id,
+      std::string_view attachment,
+      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+      const trace_context* caller_trace = nullptr) noexcept
       : channel_(&channel),
         request_id_(request_id),
         function_id_(function_id),
         request_attachment_(attachment),
-        deadline_(deadline) {}
+        deadline_(deadline) {
+    if (caller_trace != nullptr) [[unlikely]]
+      start_span(*caller_trace);
+  }
 
   std::uint64_t request_id() const noexcept { return request_id_; }
   std::uint32_t function_id() const noexcept { return function_id_; }
@@ -74,6 +93,16 @@ class request_context {
   bool cancelled() const noexcept {
     if (cancelled_.load(std::memory_order_acquire)) return true;
     return deadline_cancels_ && std::chrono::steady_clock::now() >= deadline_;
+  }
+  // The call's trace context when the caller sent one (W3C traceparent, docs/protocol.md),
+  // else null: the caller's trace id and flags with this call's own span id. Client calls
+  // the handler makes carry it (as the current trace, trace_scope.hpp), so their servers'
+  // spans are children of this one; server_config::on_span receives the span when the call
+  // ends.
+  const trace_context* trace() const noexcept { return span_ ? &span_->context : nullptr; }
+  // The caller's span id (the parent of trace()); zeros when the call is not traced.
+  std::array<std::uint8_t, 8> parent_span_id() const noexcept {
+    return span_ ? span_->parent_span_id : std::array<std::uint8_t, 8>{};
   }
   // Sleeps without blocking the thread; wakes early on cancellation (see cancellable_sleep).
   cancellable_sleep sleep_for(std::chrono::steady_clock::duration d) {
@@ -113,6 +142,7 @@ class request_context {
   // On the reactor: marks the call cancelled and cancels what waits on it (a stream's
   // reader and producer included).
   void cancel() noexcept;
+  void start_span(const trace_context& caller) noexcept;
 
   detail::reply_channel* channel_;
   std::uint64_t request_id_;
@@ -136,6 +166,7 @@ class request_context {
   bool deadline_cancels_ = false;
   // When the request arrived (the server's latency metrics time coroutine calls from it).
   std::chrono::steady_clock::time_point arrived_{};
+  std::optional<detail::traced_call> span_;  // engaged for a traced call
 };
 
 namespace detail {
@@ -166,6 +197,7 @@ struct request_context_access {
   static std::chrono::steady_clock::time_point& arrived(request_context& c) noexcept {
     return c.arrived_;
   }
+  static std::optional<traced_call>& span(request_context& c) noexcept { return c.span_; }
 };
 
 }  // namespace detail

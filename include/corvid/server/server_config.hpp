@@ -8,6 +8,7 @@
 
 #include "corvid/memory/memory_limit.hpp"
 #include "corvid/protocol/frame_header.hpp"
+#include "corvid/trace/span.hpp"
 
 namespace corvid {
 
@@ -111,6 +112,10 @@ struct server_config {
   // The same admin pages on an address of their own, e.g. "127.0.0.1:9100" (port 0 =
   // ephemeral, rpc_server::admin_port() tells it); empty = none.
   std::string admin_address;
+  // Trace context (W3C traceparent, carried per call: docs/protocol.md): called with the
+  // server span of every call that arrived with one, as it ends (span.hpp). Empty = no
+  // export; handlers still see request_context::trace() and propagate it.
+  span_exporter on_span;
 };
 
 }  // namespace corvid
