@@ -174,7 +174,7 @@ class server_connection final : public reply_channel {
   metrics::method_stats* running_call_metrics(std::uint64_t request_id);
   // A request with protocol::flag_trace: takes the trace context off its body. False when
   // the body is too short for one (the request is answered bad_request).
-  bool read_trace(const protocol::frame_header& h, request_view& req);
+  [[gnu::cold, gnu::noinline]] bool read_trace(const protocol::frame_header& h, request_view& req);
   // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
   // armed for the earliest limit and only re-armed when it fires: activity just moves the
   // timestamps below, so the hot path never touches the timer.
