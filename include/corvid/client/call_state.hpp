@@ -15,6 +15,9 @@
 #include "corvid/expected.hpp"
 
 namespace corvid {
+namespace metrics {
+struct client_method_stats;  // src/metrics: one method's counters on one connection
+}
 
 // A result together with the reply's attachment (call_with_attachment / send_request_with).
 template <class R>
@@ -96,6 +99,10 @@ class call_base : public pooled {
   // Streams: credit granted beyond the protocol's initial window, sent right behind the
   // request whenever it is queued (at once, or when a parked request gets room).
   std::uint32_t extra_credit = 0;
+  // Client metrics (client_config::metrics): the method's stats, null when off or once the
+  // call's end is counted, and when it was submitted.
+  metrics::client_method_stats* call_stats = nullptr;
+  std::chrono::steady_clock::time_point submitted_at{};
 
  private:
   static void* done_marker() noexcept { return reinterpret_cast<void*>(1); }

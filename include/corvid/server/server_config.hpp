@@ -3,9 +3,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
+#include "corvid/client/client_metrics.hpp"
 #include "corvid/memory/memory_limit.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
@@ -111,6 +113,10 @@ struct server_config {
   // The same admin pages on an address of their own, e.g. "127.0.0.1:9100" (port 0 =
   // ephemeral, rpc_server::admin_port() tells it); empty = none.
   std::string admin_address;
+  // Client metrics shown after the server's own on /metrics and in metrics_text(): a service
+  // that calls other services passes the object its clients, pools or balancers report into
+  // (client_config::metrics), so one scrape shows both sides. Null = none.
+  std::shared_ptr<corvid::client_metrics> client_metrics;
 };
 
 }  // namespace corvid
