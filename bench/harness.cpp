@@ -90,8 +90,10 @@ harness::harness(const harness_config& cfg) {
                                            [pin = cfg.pin](std::size_t i) {
                                              if (pin) pin_to_cpu(cores() - 1 - static_cast<int>(i));
                                            });
+  const auto metrics = cfg.client_metrics ? std::make_shared<client_metrics>() : nullptr;
   if (cfg.pool > 0) {
     pool_config pc;
+    pc.client.metrics = metrics;
     pc.max_connections = static_cast<std::size_t>(cfg.pool);
     pc.client.pool = client_pool_.get();
     pc.client.request_timeout = std::chrono::milliseconds(60000);
@@ -110,6 +112,7 @@ harness::harness(const harness_config& cfg) {
     cc.tls = client_tls;
     cc.busy_poll = cfg.busy_poll;
     cc.stream_window = cfg.stream_window;
+    cc.metrics = metrics;
     auto c = std::make_unique<rpc_client>(cc);
     if (cfg.transport == "rdma") {
       if (auto ec = c->init_ibv(cfg.rdma)) throw std::runtime_error("init_ibv: " + ec.message());

@@ -29,6 +29,7 @@ struct harness_config {
   bool client_coalesce = true;
   std::chrono::microseconds busy_poll{0};  // server and client reactors (0 = off)
   std::size_t stream_window = client_config{}.stream_window;  // the clients'
+  bool client_metrics = false;  // the clients count into one client_metrics
 };
 
 class harness {

@@ -61,6 +61,7 @@ int run_grid(const options& o) {
   hc.pin = o.pin;
   hc.client_queue = o.client_queue;
   hc.busy_poll = o.busy_poll;
+  hc.client_metrics = o.client_metrics;
   harness h(hc);
   print_machine(o);
   std::vector<cell_result> cells;

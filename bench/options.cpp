@@ -42,6 +42,7 @@ options:
   --connections N          client connections (default 1: one multiplexed connection)
   --pool N                 send calls through a client_pool of up to N connections
   --no-metrics             server: run with server_config::metrics off
+  --client-metrics         clients: count into a client_metrics (client_config::metrics)
   --no-pin                 do not pin server/client reactors to separate cores
   --client-queue BYTES     clients' max_queued_request_bytes (default 64M; 0 = unlimited)
   --calls N                calls per mode in `pipeline` (default 20000)
@@ -152,6 +153,8 @@ options parse_options(int argc, char** argv) {
       o.client_queue = parse_size(value("--client-queue"));
     } else if (a == "--no-metrics") {
       o.metrics = false;
+    } else if (a == "--client-metrics") {
+      o.client_metrics = true;
     } else if (a == "--no-pin") {
       o.pin = false;
     } else if (a == "--calls") {

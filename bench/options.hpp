@@ -32,7 +32,8 @@ struct options {
   int connections = 1;  // client connections the calls are spread over
   int pool = 0;         // > 0: calls go through a client_pool of up to this many connections
   bool metrics = true;  // server: server_config::metrics (--no-metrics turns it off)
-  bool pin = true;      // pin server and client reactors to different cores
+  bool client_metrics = false;  // clients: client_config::metrics (--client-metrics)
+  bool pin = true;              // pin server and client reactors to different cores
   // client_config::max_queued_request_bytes of the bench's clients (0 = unlimited).
   std::size_t client_queue = client_config{}.max_queued_request_bytes;
   std::string csv, json, plot;

@@ -143,6 +143,7 @@ http_response route(const http_request& request, const metrics::server_snapshot&
   } else if (request.path == "/metrics") {
     r.content_type = metrics::prometheus_content_type;
     r.body = metrics::prometheus_text(snapshot);
+    if (config.client_metrics) r.body += config.client_metrics->prometheus_text();
   } else if (request.path == "/status" || request.path == "/") {
     r.content_type = "text/html; charset=utf-8";
     r.body = status_page(snapshot, config);

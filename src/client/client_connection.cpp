@@ -8,6 +8,7 @@
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../metrics/client_metrics_access.hpp"
 #include "../protocol/trace_prefix.hpp"
 #include "../rdma/handshake.hpp"
 #include "../runtime/endpoint.hpp"
@@ -31,7 +32,8 @@ client_connection::client_connection(asio::io_context& reactor, const client_con
       connect_timer_(reactor),
       deadline_timer_(reactor),
       heartbeat_timer_(reactor),
-      frames_(idle_read_buffer) {}
+      frames_(idle_read_buffer),
+      metrics_(client_metrics_access::registry(config.metrics)) {}
 
 client_connection::~client_connection() {
   // close() and connect() end parked calls via fail_all on the reactor, which holds a
@@ -41,6 +43,7 @@ client_connection::~client_connection() {
 
 void client_connection::reject(std::unique_lock<std::mutex>& lk, call_base* call,
                                rpc_error e) noexcept {
+  metrics::client_recorder::refused(*call, e.code());
   lk.unlock();
   call->set_error(std::move(e));
   call->complete();
@@ -91,7 +94,10 @@ void client_connection::connect(std::string host, std::string port,
     auto a = std::make_shared<connect_attempt>();
     a->host = std::move(host);
     a->port = std::move(port);
-    a->done = std::move(done);
+    a->done = [c = self.get(), done = std::move(done)](rpc_error e) {
+      c->metrics_.connected(!e);  // on the reactor, which holds the connection
+      done(std::move(e));
+    };
     {
       std::lock_guard lk(self->mutex_);
       if (!self->tls_ctx_ && self->config_.tls) {
@@ -240,6 +246,7 @@ void client_connection::on_connected(std::uint64_t epoch) {
     open_ = true;
     closed_reason_.clear();
   }
+  metrics_.set_open(true);
   frames_.clock.restart(std::chrono::steady_clock::now());
   arm_heartbeat(epoch);
   read_more(epoch);
@@ -322,11 +329,19 @@ void client_connection::fail_all(rpc_error e) {
     never_sent.swap(pinned_pending_);  // their bytes leave with pending_ below, unwritten
     open_ = false;
     if (closed_reason_.empty()) closed_reason_ = e.message();
-    calls_.take_all([&](call_base* call) { victims.push_back(call); });
+    const auto now = std::chrono::steady_clock::now();
+    calls_.take_all([&](call_base* call) {
+      metrics::client_recorder::ended(*call, e.code(), 0, now);
+      victims.push_back(call);
+    });
     deadlines_.clear();  // the victims' links are reset below
     pending_.clear();
-    while (auto p = parked_.pop_front()) parked.push_back(p->call);
+    while (auto p = parked_.pop_front()) {
+      metrics::client_recorder::ended(*p->call, e.code(), 0, now);
+      parked.push_back(p->call);
+    }
   }
+  metrics_.set_open(false);
   unpin(never_sent);
   // A write in flight ends with an error; its pins release then.
   if (stream_) stream_->close();
@@ -365,10 +380,14 @@ void client_connection::fail_all(rpc_error e) {
 
 // ---- submitting ------------------------------------------------------------------------
 
-void client_connection::submit(call_base* call, std::uint32_t function_id, std::uint16_t signature,
-                               std::string_view attachment, std::chrono::milliseconds timeout,
-                               const request_encoder& encode) {
+void client_connection::submit(call_base* call, std::uint32_t function_id, std::string_view name,
+                               std::uint16_t signature, std::string_view attachment,
+                               std::chrono::milliseconds timeout, const request_encoder& encode) {
   std::unique_lock lk(mutex_);
+  // One clock read for the deadline and the metrics' start.
+  const auto now = timeout.count() > 0 || metrics_.on() ? std::chrono::steady_clock::now()
+                                                        : std::chrono::steady_clock::time_point{};
+  metrics_.submitted(*call, function_id, name, now);
   if (!open_) {
     reject(lk, call, rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
     return;
@@ -412,7 +431,8 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
     p->header.signature = signature;
     p->header.body_length = static_cast<std::uint32_t>(body);
     p->header.attachment_length = static_cast<std::uint32_t>(attachment.size());
-    park_locked(call, std::move(p), timeout);
+    metrics::client_recorder::queued(*call, body + attachment.size());
+    park_locked(call, std::move(p), timeout, now);
     const bool rearm = call->timed && deadlines_.head() == call;
     lk.unlock();
     after_submit(false, rearm);
@@ -440,7 +460,8 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   } else {
     pending_.append(attachment);
   }
-  register_call(call, timeout);
+  register_call(call, timeout, now);
+  metrics::client_recorder::queued(*call, body + attachment.size());
   protocol::frame_header h;
   h.request_id = call->id;
   h.function_id = function_id;
@@ -463,9 +484,10 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
 
 // ---- pending-call table and deadlines (under mutex_) ------------------------------------
 
-void client_connection::register_call(call_base* call, std::chrono::milliseconds timeout) {
+void client_connection::register_call(call_base* call, std::chrono::milliseconds timeout,
+                                      std::chrono::steady_clock::time_point now) {
   assign_slot(call);
-  add_deadline(call, timeout);
+  add_deadline(call, timeout, now);
 }
 
 void client_connection::assign_slot(call_base* call) {
@@ -473,9 +495,10 @@ void client_connection::assign_slot(call_base* call) {
   call->seq = ++submit_seq_;
 }
 
-void client_connection::add_deadline(call_base* call, std::chrono::milliseconds timeout) {
+void client_connection::add_deadline(call_base* call, std::chrono::milliseconds timeout,
+                                     std::chrono::steady_clock::time_point now) {
   call->timed = timeout.count() > 0;
-  if (call->timed) deadlines_.insert(call, std::chrono::steady_clock::now() + timeout);
+  if (call->timed) deadlines_.insert(call, now + timeout);
 }
 
 call_base* client_connection::take_call(std::uint64_t id) {
@@ -502,10 +525,11 @@ bool client_connection::has_room_locked(std::size_t bytes) const noexcept {
 }
 
 void client_connection::park_locked(call_base* call, std::unique_ptr<parked_request> p,
-                                    std::chrono::milliseconds timeout) {
+                                    std::chrono::milliseconds timeout,
+                                    std::chrono::steady_clock::time_point now) {
   p->call = call;
   call->mark_parked();
-  add_deadline(call, timeout);  // the wait counts against the call's deadline
+  add_deadline(call, timeout, now);  // the wait counts against the call's deadline
   parked_.push_back(std::move(p));
   stats_.on_waited();
 }
@@ -650,7 +674,8 @@ void client_connection::on_read(std::uint64_t epoch, const std::error_code& ec, 
     }
     return;
   }
-  frames_.commit_read(n, stats_, std::chrono::steady_clock::now());
+  read_at_ = std::chrono::steady_clock::now();  // also the arrival of the replies it holds
+  frames_.commit_read(n, stats_, read_at_);
   dispatching_ = true;
   reply_role role{*this};
   const bool ok = frames_.process(role);
@@ -704,7 +729,10 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
   {
     std::lock_guard lk(c.mutex_);
     call = c.take_call(h.request_id);
-    if (call != nullptr) deferred = call->completion_deferred = call->pinned;
+    if (call != nullptr) {
+      deferred = call->completion_deferred = call->pinned;
+      metrics::client_recorder::ended(*call, h.status, h.frame_size(), c.read_at_);
+    }
   }
   if (call != nullptr) {  // else: a late reply to a call that already timed out
     call->set_reply(h.status, std::string_view(body, h.body_length),
@@ -738,6 +766,7 @@ void client_connection::on_timer() {
     std::lock_guard lk(mutex_);
     const auto now = std::chrono::steady_clock::now();
     while (call_base* c = deadlines_.pop_expired(now)) {
+      metrics::client_recorder::ended(*c, rpc_errc::timeout, 0, now);
       if (c->parked != nullptr) {
         parked_.remove(c);  // freed here
         expired_parked.push_back(c);
@@ -882,6 +911,10 @@ void client_connection::cancel(call_base* call) {
     const std::uint64_t id = call->id;
     if (take_call(id) != call) return;  // ended already (its id no longer matches)
     deferred = call->completion_deferred = call->pinned;
+    if (call->call_stats != nullptr) {
+      metrics::client_recorder::ended(*call, rpc_errc::cancelled, 0,
+                                      std::chrono::steady_clock::now());
+    }
     if (config_.send_cancel && open_) queue_control_locked(protocol::msg_type::cancel, id);
     // The cancel frame, and parked requests the freed slot may make room for.
     if ((config_.send_cancel || !parked_.empty()) && open_) kick = schedule_flush_locked();

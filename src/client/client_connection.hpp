@@ -24,6 +24,7 @@
 #include "corvid/detail/request_encoder.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
+#include "../metrics/client_recorder.hpp"
 #include "../transport/frame_stream.hpp"
 #include "../transport/stats_counters.hpp"
 #include "call_table.hpp"
@@ -87,9 +88,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Queues one request; `encode` appends the encoded arguments. Any thread. Takes over one
   // reference to `call`; the call completes with a reply or an error. At a cap (client_config)
   // the request is encoded into a parked_request of its own and waits.
-  void submit(call_base* call, std::uint32_t function_id, std::uint16_t signature,
-              std::string_view attachment, std::chrono::milliseconds timeout,
-              const request_encoder& encode);
+  // `name`: the function's qualified name, the metrics' method label.
+  void submit(call_base* call, std::uint32_t function_id, std::string_view name,
+              std::uint16_t signature, std::string_view attachment,
+              std::chrono::milliseconds timeout, const request_encoder& encode);
 
  private:
   // Unlocks `lk` and ends `call` with `e` (dropping the connection's reference).
@@ -106,16 +108,19 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // must not refuse it forever.
   bool has_room_locked(std::size_t bytes) const noexcept;
   void park_locked(call_base* call, std::unique_ptr<parked_request> p,
-                   std::chrono::milliseconds timeout);
+                   std::chrono::milliseconds timeout, std::chrono::steady_clock::time_point now);
   // Moves parked requests that now fit into pending_, first come first served; their callers
   // go to `admitted`, to be resumed (call_base::admit) once the lock is released.
   void admit_parked_locked(std::vector<call_base*>& admitted);
   // A stream's extra_credit, as a stream_credit frame right behind its request.
   void queue_extra_credit_locked(call_base* call) noexcept;
-  void register_call(call_base* call, std::chrono::milliseconds timeout);  // under mutex_
-  void assign_slot(call_base* call);                                       // under mutex_
-  void add_deadline(call_base* call, std::chrono::milliseconds timeout);   // under mutex_
-  call_base* take_call(std::uint64_t id);                                  // under mutex_
+  // Under mutex_; `now`: the submission's clock reading (read if the call is timed).
+  void register_call(call_base* call, std::chrono::milliseconds timeout,
+                     std::chrono::steady_clock::time_point now);
+  void assign_slot(call_base* call);  // under mutex_
+  void add_deadline(call_base* call, std::chrono::milliseconds timeout,
+                    std::chrono::steady_clock::time_point now);  // under mutex_
+  call_base* take_call(std::uint64_t id);                        // under mutex_
   bool schedule_flush_locked();
   void send_cancels_before_close();  // reactor thread, from close()
   // Appends a cancel/ping/pong frame to pending_ (not counted as an RPC frame).
@@ -195,6 +200,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   std::uint64_t epoch_ = 0;  // bumps on every (re)connect; stale handlers see a mismatch
   stats_counters stats_;
   bool dispatching_ = false;
+  std::chrono::steady_clock::time_point read_at_{};  // the read being dispatched: its clock
+
+  // Client metrics (client_config::metrics), written under mutex_.
+  metrics::client_recorder metrics_;
 
   // Shared state, under mutex_.
   mutable std::mutex mutex_;

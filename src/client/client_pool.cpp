@@ -7,6 +7,8 @@
 #include "corvid/detail/detached.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../metrics/client_metrics_access.hpp"
+
 namespace corvid {
 
 using steady = std::chrono::steady_clock;
@@ -68,9 +70,19 @@ std::shared_ptr<client_pool> client_pool::create(std::string endpoint, pool_conf
 }
 
 client_pool::client_pool(std::string endpoint, pool_config config)
-    : endpoint_(std::move(endpoint)), config_(config) {}
+    : endpoint_(std::move(endpoint)), config_(config) {
+  // config_ holds the metrics object, and so the counters, for the pool's lifetime.
+  if (auto* r = detail::client_metrics_access::registry(config_.client.metrics)) {
+    metrics_ = &r->pool(endpoint_);
+  }
+}
 
-client_pool::~client_pool() = default;
+client_pool::~client_pool() {
+  if (metrics_ == nullptr) return;
+  for (const entry& e : entries_) {
+    if (!e.connecting) metrics_->connections.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
 
 pool_stats client_pool::stats() const {
   std::lock_guard lk(mutex_);
@@ -90,19 +102,27 @@ std::chrono::milliseconds client_pool::backoff_locked() {
 }
 
 void client_pool::reap_locked(steady::time_point now) {
+  // Counts a close into pool_stats and the metrics (closing one connected entry).
+  auto closing = [this](std::size_t& count, std::atomic<std::uint64_t> metrics::pool_counters::*m) {
+    ++count;
+    if (metrics_ == nullptr) return;
+    metrics::pool_counters::add(metrics_->*m);
+    metrics_->connections.fetch_sub(1, std::memory_order_relaxed);
+  };
   std::erase_if(entries_, [&](const entry& e) {
     if (e.connecting || e.client.use_count() > 1) return false;  // in use by a caller
     if (!e.client->is_connected()) {
-      ++stats_.closed_broken;  // its calls have already ended with connection_closed
+      // Its calls have already ended with connection_closed.
+      closing(stats_.closed_broken, &metrics::pool_counters::closed_broken);
       return true;
     }
     if (e.client->pending_calls() != 0) return false;
     if (config_.idle_timeout.count() > 0 && now - e.last_used >= config_.idle_timeout) {
-      ++stats_.closed_idle;
+      closing(stats_.closed_idle, &metrics::pool_counters::closed_idle);
       return true;
     }
     if (config_.max_connection_age.count() > 0 && now - e.created >= config_.max_connection_age) {
-      ++stats_.closed_aged;
+      closing(stats_.closed_aged, &metrics::pool_counters::closed_aged);
       return true;
     }
     return false;
@@ -112,6 +132,7 @@ void client_pool::reap_locked(steady::time_point now) {
 void client_pool::count_retry() {
   std::lock_guard lk(mutex_);
   ++stats_.retried_unsent;
+  if (metrics_ != nullptr) metrics::pool_counters::add(metrics_->retries);
 }
 
 void client_pool::wake(std::vector<waiter>& waiters) {
@@ -184,11 +205,16 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
         entries_.erase(it);
         ++consecutive_failures_;
         ++stats_.connect_failures;
+        if (metrics_ != nullptr) metrics::pool_counters::add(metrics_->connects_failed);
         last_error_ = ec.message();
         next_attempt_ = steady::now() + backoff_locked();
       } else {
         it->connecting = false;
         it->last_used = steady::now();
+        if (metrics_ != nullptr) {
+          metrics::pool_counters::add(metrics_->connects_ok);
+          metrics_->connections.fetch_add(1, std::memory_order_relaxed);
+        }
         consecutive_failures_ = 0;
       }
       waiters.swap(waiters_);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "../metrics/client_metrics_access.hpp"
+
 namespace corvid {
 
 using steady = std::chrono::steady_clock;
@@ -16,6 +18,10 @@ std::shared_ptr<load_balancer> load_balancer::create(std::vector<lb_endpoint> en
 void load_balancer::add_endpoint(lb_endpoint endpoint) {
   auto n = std::make_shared<node>();
   n->pool = client_pool::create(endpoint.address, config_.pool);
+  // config_ holds the metrics object, and so the counters, for the balancer's lifetime.
+  if (auto* r = detail::client_metrics_access::registry(config_.pool.client.metrics)) {
+    n->metrics = &r->balancer(endpoint.address);
+  }
   n->endpoint = std::move(endpoint);
   if (n->endpoint.weight == 0) n->endpoint.weight = 1;
   std::lock_guard lk(mutex_);
@@ -105,6 +111,7 @@ void load_balancer::report(node& n, bool probe, rpc_errc result) {
     return;
   }
   n.failures.fetch_add(1, std::memory_order_relaxed);
+  if (n.metrics != nullptr) n.metrics->failures.fetch_add(1, std::memory_order_relaxed);
   if (timed_out &&
       (config_.eject_after_timeouts == 0 || ++n.timeouts_in_a_row < config_.eject_after_timeouts)) {
     return;
@@ -114,6 +121,7 @@ void load_balancer::report(node& n, bool probe, rpc_errc result) {
   if (!probe && n.ejected_until > now) return;
   n.timeouts_in_a_row = 0;
   ++n.ejections;
+  if (n.metrics != nullptr) n.metrics->ejections.fetch_add(1, std::memory_order_relaxed);
   const auto shift = std::min(n.ejections - 1, 16u);
   n.ejected_until = now + std::min(config_.eject_base * (1 << shift), config_.eject_max);
 }

@@ -83,10 +83,10 @@ transport_stats rpc_client::stats() const noexcept { return conn_->stats(); }
 std::weak_ptr<detail::call_canceller> rpc_client::canceller() const noexcept { return conn_; }
 std::shared_ptr<detail::stream_sender> rpc_client::stream_sender() const noexcept { return conn_; }
 
-void rpc_client::submit(detail::call_base* call, std::uint32_t function_id, std::uint16_t signature,
-                        std::string_view attachment, std::chrono::milliseconds timeout,
-                        const detail::request_encoder& encode) {
-  conn_->submit(call, function_id, signature, attachment, timeout, encode);
+void rpc_client::submit(detail::call_base* call, std::uint32_t function_id, std::string_view name,
+                        std::uint16_t signature, std::string_view attachment,
+                        std::chrono::milliseconds timeout, const detail::request_encoder& encode) {
+  conn_->submit(call, function_id, name, signature, attachment, timeout, encode);
 }
 
 void connect_awaiter::await_suspend(std::coroutine_handle<> h) {

@@ -1,74 +1,12 @@
 #include "prometheus_text.hpp"
 
-#include <cstdio>
+#include "prometheus_writer.hpp"
 
 namespace corvid::metrics {
 namespace {
 
-// Histogram bounds in seconds (le), from 1 us to 10 s. A fine bucket counts towards a bound
-// when all its values are within it; the fine buckets are <= 1/64 of their value wide, so a
-// bound's count is off by at most the calls within 1.6% below it.
-constexpr double le_bounds[] = {1e-6, 2.5e-6, 5e-6,   1e-5, 2.5e-5, 5e-5,   1e-4, 2.5e-4,
-                                5e-4, 1e-3,   2.5e-3, 5e-3, 1e-2,   2.5e-2, 5e-2, 0.1,
-                                0.25, 0.5,    1.0,    2.5,  5.0,    10.0};
-
-class writer {
- public:
-  explicit writer(std::string& out) : out_(out) {}
-  void family(const char* name, const char* type, const char* help) {
-    out_ += "# HELP ";
-    out_ += name;
-    out_ += ' ';
-    out_ += help;  // constant texts, no \ or newline to escape
-    out_ += "\n# TYPE ";
-    out_ += name;
-    out_ += ' ';
-    out_ += type;
-    out_ += '\n';
-  }
-  // A family of one unlabelled sample.
-  void single(const char* name, const char* type, const char* help, double value) {
-    family(name, type, help);
-    sample(name, {}, value);
-  }
-  // name{k1="v1",k2="v2"} value
-  void sample(std::string_view name,
-              std::initializer_list<std::pair<const char*, std::string_view>> labels,
-              double value) {
-    out_ += name;
-    if (labels.size() != 0) {
-      out_ += '{';
-      bool first = true;
-      for (const auto& [k, v] : labels) {
-        if (!first) out_ += ',';
-        first = false;
-        out_ += k;
-        out_ += "=\"";
-        out_ += escape_label(v);
-        out_ += '"';
-      }
-      out_ += '}';
-    }
-    out_ += ' ';
-    number(value);
-    out_ += '\n';
-  }
-  void number(double v) {
-    char buf[64];
-    // Integers exactly (counters up to 2^53), fractions with enough digits to round-trip.
-    if (v == static_cast<double>(static_cast<std::int64_t>(v)) && v < 9.0e15 && v > -9.0e15) {
-      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-    } else {
-      std::snprintf(buf, sizeof buf, "%.17g", v);
-    }
-    out_ += buf;
-  }
-
- private:
-  std::string& out_;
-};
-
-void memory_tree(writer& w, const memory_usage& node, const std::string& path, bool gauge_limit) {
+void memory_tree(prometheus_writer& w, const memory_usage& node, const std::string& path,
+                 bool gauge_limit) {
   const std::string here = path.empty() ? node.name : path + "/" + node.name;
   if (gauge_limit) {
     if (node.limit != unlimited_memory) {
@@ -83,27 +21,10 @@ void memory_tree(writer& w, const memory_usage& node, const std::string& path, b
 
 }  // namespace
 
-std::string escape_label(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string prometheus_text(const server_snapshot& s) {
   std::string out;
   out.reserve(4096 + s.methods.size() * 4096);
-  writer w(out);
+  prometheus_writer w(out);
   auto d = [](std::uint64_t v) {
     return static_cast<double>(v);
   };
@@ -125,24 +46,8 @@ std::string prometheus_text(const server_snapshot& s) {
   w.family("corvid_server_call_duration_seconds", "histogram",
            "From a request's arrival to its reply queued, by method.");
   for (const auto& m : s.methods) {
-    if (m.calls == 0 && m.latency_count == 0) continue;
-    std::size_t b = 0;
-    std::uint64_t cumulative = 0;
-    char le[32];
-    for (double bound : le_bounds) {
-      const auto bound_ns = static_cast<std::uint64_t>(bound * 1e9 + 0.5);
-      while (b < m.buckets.size() && latency_histogram::bucket_high(b) <= bound_ns) {
-        cumulative += m.buckets[b++];
-      }
-      std::snprintf(le, sizeof le, "%g", bound);
-      w.sample("corvid_server_call_duration_seconds_bucket", {{"method", m.name}, {"le", le}},
-               d(cumulative));
-    }
-    w.sample("corvid_server_call_duration_seconds_bucket", {{"method", m.name}, {"le", "+Inf"}},
-             d(m.latency_count));
-    w.sample("corvid_server_call_duration_seconds_sum", {{"method", m.name}},
-             static_cast<double>(m.latency_sum_ns) / 1e9);
-    w.sample("corvid_server_call_duration_seconds_count", {{"method", m.name}}, d(m.latency_count));
+    if (m.calls != 0 || m.latency_count != 0)
+      w.duration_histogram("corvid_server_call_duration_seconds", m);
   }
 
   w.family("corvid_server_requests_in_flight", "gauge",

@@ -2,6 +2,7 @@
 // The Prometheus text exposition format, version 0.0.4: what GET /metrics answers.
 #include <string>
 
+#include "prometheus_writer.hpp"
 #include "snapshot.hpp"
 
 namespace corvid::metrics {
@@ -9,8 +10,5 @@ namespace corvid::metrics {
 inline constexpr const char* prometheus_content_type = "text/plain; version=0.0.4; charset=utf-8";
 
 std::string prometheus_text(const server_snapshot& s);
-
-// A label value with \, " and newline escaped as the format requires.
-std::string escape_label(std::string_view v);
 
 }  // namespace corvid::metrics

@@ -403,7 +403,9 @@ memory_usage rpc_server::memory() const { return core_->memory.server.snapshot()
 void rpc_server::reset_memory_peak() noexcept { core_->memory.server.reset_peak(); }
 std::uint16_t rpc_server::admin_port() const noexcept { return core_->admin_port(); }
 std::string rpc_server::metrics_text() const {
-  return metrics::prometheus_text(core_->metrics_snapshot());
+  std::string text = metrics::prometheus_text(core_->metrics_snapshot());
+  if (core_->config.client_metrics) text += core_->config.client_metrics->prometheus_text();
+  return text;
 }
 
 }  // namespace corvid

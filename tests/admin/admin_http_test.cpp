@@ -89,6 +89,27 @@ TEST(admin_http, separate_admin_address) {
   EXPECT_EQ(http_get(srv.port(), "/metrics").find("HTTP/1.1"), std::string::npos);
 }
 
+// A service calling another: its clients' metrics on the same /metrics page as its own.
+TEST(admin_http, metrics_page_shows_the_servers_client_metrics_too) {
+  auto client_metrics = std::make_shared<corvid::client_metrics>();
+  auto cfg = admin_config();
+  cfg.client_metrics = client_metrics;
+  test_server srv(cfg);
+  corvid::client_config cc;
+  cc.metrics = client_metrics;
+  corvid::rpc_client client(cc);
+  ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
+  call_echo(client, 2);
+  const std::string echo_name(corvid::protocol::function_name<echo>());
+  const std::string m = http_get(srv.port(), "/metrics");
+  EXPECT_NE(m.find("corvid_server_calls_total{method=\"" + echo_name + "\"} 2\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("corvid_client_calls_total{method=\"" + echo_name + "\"} 2\n"),
+            std::string::npos)
+      << m;
+}
+
 TEST(admin_http, connection_bytes_are_counted_with_coalescing_off_too) {
   auto cfg = admin_config();
   cfg.coalesce_writes = false;  // one blocking write per reply, not the write completion

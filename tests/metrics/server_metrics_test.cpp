@@ -1,18 +1,13 @@
 // A real server's metrics: calls over loopback, then the exposition (also parsed by
 // prometheus_client's own text parser).
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "corvid/protocol/function_id.hpp"
 
+#include "exposition.hpp"
 #include "test_support.hpp"
-#include <sys/wait.h>
 
 namespace corvid_test {
 namespace {
@@ -26,26 +21,8 @@ int gated(int x) {
   return x;
 }
 
-bool has_line(const std::string& text, const std::string& line) {
-  return text.find("\n" + line + "\n") != std::string::npos;
-}
-
-// Runs parse_exposition.py (prometheus_client's parser) over `text`: its exit code, 77 when
-// python3 or prometheus_client is missing. `extra`: " FAMILY=TYPE" pairs it must also find.
-int parse_exposition(const std::string& text, const std::string& method,
-                     const std::string& extra = "") {
-  const std::string python = CORVID_SYSTEM_PYTHON;
-  if (!std::filesystem::exists(python)) return 77;
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("corvid-metrics-" + std::to_string(::getpid()) + ".txt");
-  std::ofstream(path) << text;
-  const std::string cmd =
-      python + " " + CORVID_PARSE_EXPOSITION + " " + path.string() + " '" + method + "'" + extra;
-  const int rc = std::system(cmd.c_str());
-  std::filesystem::remove(path);
-  if (!WIFEXITED(rc)) return -1;
-  return WEXITSTATUS(rc);
-}
+using corvid::test::has_line;
+using corvid::test::parse_exposition;
 
 std::string name_of_echo() { return std::string(corvid::protocol::function_name<echo>()); }
 

@@ -17,6 +17,9 @@
 #include "corvid/trace/trace_scope.hpp"
 
 namespace corvid {
+namespace metrics {
+struct client_method_stats;  // src/metrics: one method's counters on one connection
+}
 
 // A result together with the reply's attachment (call_with_attachment / send_request_with).
 template <class R>
@@ -101,6 +104,10 @@ class call_base : public pooled {
   // The trace context the call carries (call_options::trace, or the current one when it was
   // made): sent with the request, and in scope again when the caller resumes.
   std::optional<trace_context> trace;
+  // Client metrics (client_config::metrics): the method's stats, null when off or once the
+  // call's end is counted, and when it was submitted.
+  metrics::client_method_stats* call_stats = nullptr;
+  std::chrono::steady_clock::time_point submitted_at{};
 
  private:
   // Resumes the coroutine waiting on this call (which may free the call).

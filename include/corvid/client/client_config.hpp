@@ -2,8 +2,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
+#include "corvid/client/client_metrics.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/runtime/tls_config.hpp"
 
@@ -62,6 +64,11 @@ struct client_config {
   // TLS to the server (rpc_client::init_tls does the same for one client). Checked at the
   // first connect, which fails with invalid_argument naming a bad file.
   std::optional<tls_config> tls;
+  // Call metrics (per method calls, errors, latency, bytes; connects) are counted into this
+  // object, shared by any number of clients, pools and balancers; null = off. Off by default:
+  // a client has no scrape endpoint of its own, so the counting would go unseen until the
+  // application makes one and shows its prometheus_text() (server_config::client_metrics).
+  std::shared_ptr<client_metrics> metrics;
 };
 
 }  // namespace corvid

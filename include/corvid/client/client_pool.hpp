@@ -23,6 +23,10 @@
 
 namespace corvid {
 
+namespace metrics {
+struct pool_counters;  // src/metrics: this endpoint's pool counters (client_config::metrics)
+}
+
 class client_pool : public std::enable_shared_from_this<client_pool> {
  public:
   // endpoint: "host:port" or "unix:/path".
@@ -149,6 +153,7 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   std::chrono::steady_clock::time_point next_attempt_{};
   std::string last_error_;
   pool_stats stats_;
+  metrics::pool_counters* metrics_ = nullptr;  // null: metrics off
   std::minstd_rand rng_{std::random_device{}()};
 };
 

@@ -17,6 +17,10 @@
 
 namespace corvid {
 
+namespace metrics {
+struct lb_counters;  // src/metrics: an endpoint's balancer counters (client_config::metrics)
+}
+
 enum class lb_policy { round_robin, weighted_round_robin, random, power_of_two_choices };
 
 struct lb_endpoint {
@@ -93,6 +97,7 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
     std::shared_ptr<client_pool> pool;
     std::atomic<std::size_t> in_flight{0};
     std::atomic<std::uint64_t> calls{0}, failures{0};
+    metrics::lb_counters* metrics = nullptr;  // null: metrics off
     // Under the balancer's mutex:
     std::chrono::steady_clock::time_point ejected_until{};
     unsigned ejections = 0;

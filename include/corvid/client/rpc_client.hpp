@@ -225,8 +225,8 @@ class rpc_client {
     const trace_context* trace = options.trace != nullptr ? options.trace : current_trace();
     if (trace != nullptr && trace->valid()) [[unlikely]]
       call->trace = *trace;
-    submit(call, protocol::function_id<F>(), protocol::signature_v<F>, options.attachment, timeout,
-           detail::encoder_for(encode));
+    submit(call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
+           options.attachment, timeout, detail::encoder_for(encode));
   }
 
   // Queues a stream's request; the caller gets one reference to its state.
@@ -260,9 +260,9 @@ class rpc_client {
     return s;
   }
   // Hands the call (one reference) and its encoded arguments to the connection.
-  void submit(detail::call_base* call, std::uint32_t function_id, std::uint16_t signature,
-              std::string_view attachment, std::chrono::milliseconds timeout,
-              const detail::request_encoder& encode);
+  void submit(detail::call_base* call, std::uint32_t function_id, std::string_view name,
+              std::uint16_t signature, std::string_view attachment,
+              std::chrono::milliseconds timeout, const detail::request_encoder& encode);
   template <class Rep, class Period>
   static std::chrono::milliseconds clamp(std::chrono::duration<Rep, Period> d) {
     // Round up, and never to 0, which would mean "no deadline".

@@ -46,6 +46,10 @@ constexpr std::string_view function_name() noexcept {
 template <auto F>
 inline constexpr std::uint32_t function_id_v = fnv1a32(function_name<F>());
 
+// The name as a constant for the same reason: what a client call passes to its metrics.
+template <auto F>
+inline constexpr std::string_view function_name_v = function_name<F>();
+
 template <auto F>
 constexpr std::uint32_t function_id() noexcept {
   return function_id_v<F>;

@@ -131,7 +131,8 @@ class rpc_server {
   // Starts a new peak (e.g. per benchmark cell) from what is held now.
   void reset_memory_peak() noexcept;
   // The metrics in the Prometheus text format (what GET /metrics answers with http_admin);
-  // without server_config::metrics, only the server-wide ones.
+  // without server_config::metrics, only the server-wide ones; then server_config::
+  // client_metrics' families, if set.
   std::string metrics_text() const;
   // The port server_config::admin_address listens on (0 without one).
   std::uint16_t admin_port() const noexcept;

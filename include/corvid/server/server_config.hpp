@@ -3,9 +3,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
+#include "corvid/client/client_metrics.hpp"
 #include "corvid/memory/memory_limit.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/trace/span.hpp"
@@ -116,6 +118,10 @@ struct server_config {
   // server span of every call that arrived with one, as it ends (span.hpp). Empty = no
   // export; handlers still see request_context::trace() and propagate it.
   span_exporter on_span;
+  // Client metrics shown after the server's own on /metrics and in metrics_text(): a service
+  // that calls other services passes the object its clients, pools or balancers report into
+  // (client_config::metrics), so one scrape shows both sides. Null = none.
+  std::shared_ptr<corvid::client_metrics> client_metrics;
 };
 
 }  // namespace corvid

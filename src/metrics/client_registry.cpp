@@ -1,0 +1,97 @@
+#include "client_registry.hpp"
+
+#include <algorithm>
+
+#include "client_recorder.hpp"
+
+namespace corvid::metrics {
+namespace {
+
+// Adds one connection's stats of a method to `t` (its latency read before its calls, so
+// calls minus ended is never below 0).
+void add(method_totals& t, const client_method_stats& s) {
+  if (t.buckets.empty()) {
+    t.name = s.name;
+    t.buckets.assign(latency_histogram::bucket_count, 0);
+  }
+  t.latency_count += s.latency.count();
+  t.calls += s.calls.get();
+  t.request_bytes += s.request_bytes.get();
+  t.reply_bytes += s.reply_bytes.get();
+  for (std::size_t c = 0; c < errc_count; ++c) t.errors[c] += s.errors[c].get();
+  for (std::size_t b = 0; b < latency_histogram::bucket_count; ++b) {
+    t.buckets[b] += s.latency.bucket(b);
+  }
+  t.latency_sum_ns += s.latency.sum_ns();
+}
+
+}  // namespace
+
+void client_registry::attach(const client_recorder* r) {
+  std::lock_guard lk(mutex_);
+  live_.push_back(r);
+}
+
+void client_registry::retire(const client_recorder* r) {
+  std::lock_guard lk(mutex_);
+  std::erase(live_, r);
+  r->table().for_each([&](const client_method_stats& s) { add(retired_[s.id], s); });
+}
+
+client_method_stats* client_registry::create(client_method_table& table, std::uint32_t id,
+                                             std::string_view name) {
+  std::lock_guard lk(mutex_);  // a scrape may be walking the table
+  return table.insert(id, name);
+}
+
+pool_counters& client_registry::pool(const std::string& endpoint) {
+  std::lock_guard lk(mutex_);
+  auto& p = pools_[endpoint];
+  if (!p) p = std::make_unique<pool_counters>();
+  return *p;
+}
+
+lb_counters& client_registry::balancer(const std::string& endpoint) {
+  std::lock_guard lk(mutex_);
+  auto& b = balancers_[endpoint];
+  if (!b) b = std::make_unique<lb_counters>();
+  return *b;
+}
+
+client_snapshot client_registry::snapshot() const {
+  client_snapshot out;
+  out.connects_ok = connects_ok_.load(std::memory_order_relaxed);
+  out.connects_failed = connects_failed_.load(std::memory_order_relaxed);
+  std::map<std::uint32_t, client_method_row> rows;
+  {
+    std::lock_guard lk(mutex_);
+    for (const auto& [id, t] : retired_) rows[id].totals = t;
+    for (const client_recorder* r : live_) {
+      if (r->open()) ++out.connections;
+      r->table().for_each([&](const client_method_stats& s) {
+        client_method_row& row = rows[s.id];
+        const std::uint64_t ended = s.latency.count();
+        const std::uint64_t calls = s.calls.get();
+        row.in_flight += calls > ended ? calls - ended : 0;
+        add(row.totals, s);
+      });
+    }
+    for (const auto& [endpoint, p] : pools_) {
+      auto get = [](const std::atomic<std::uint64_t>& v) {
+        return v.load(std::memory_order_relaxed);
+      };
+      out.pools.push_back({endpoint, std::max<std::int64_t>(p->connections.load(), 0),
+                           get(p->connects_ok), get(p->connects_failed), get(p->retries),
+                           get(p->closed_idle), get(p->closed_aged), get(p->closed_broken)});
+    }
+    for (const auto& [endpoint, b] : balancers_) {
+      out.balancers.push_back({endpoint, b->failures.load(), b->ejections.load()});
+    }
+  }
+  for (auto& [id, row] : rows) out.methods.push_back(std::move(row));
+  std::sort(out.methods.begin(), out.methods.end(),
+            [](const auto& a, const auto& b) { return a.totals.name < b.totals.name; });
+  return out;
+}
+
+}  // namespace corvid::metrics
