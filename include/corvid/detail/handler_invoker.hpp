@@ -304,6 +304,7 @@ void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) 
     trace_scope scope(call->ctx.trace());  // the handler's start; the call may end within
     run_coroutine_call<F>(object, call);
   } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
+    if (auto& span = request_context_access::span(call->ctx)) span->status = rpc_errc::server_busy;
     ch.call_finished(call->ctx);
     delete call;
     ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");

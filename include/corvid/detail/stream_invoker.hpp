@@ -454,6 +454,7 @@ void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
     trace_scope scope(call->ctx.trace());
     call->start(object);
   } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
+    if (auto& span = request_context_access::span(call->ctx)) span->status = rpc_errc::server_busy;
     request_context_access::stream(call->ctx) = nullptr;
     ch.stream_closed();
     ch.call_finished(call->ctx);
