@@ -94,11 +94,11 @@ class request_context {
     if (cancelled_.load(std::memory_order_acquire)) return true;
     return deadline_cancels_ && std::chrono::steady_clock::now() >= deadline_;
   }
-  // The call's trace context when the caller sent one (W3C traceparent, docs/protocol.md),
-  // else null: the caller's trace id and flags with this call's own span id. Client calls
-  // the handler makes carry it (as the current trace, trace_scope.hpp), so their servers'
-  // spans are children of this one; server_config::on_span receives the span when the call
-  // ends.
+  // Null unless the caller sent a trace context (W3C traceparent, docs/protocol.md); then
+  // this call's span: the caller's trace id and flags with a span id of its own. Client
+  // calls the handler makes carry it (as the current trace, trace_scope.hpp), so their
+  // servers' spans are children of this one; server_config::on_span receives the span when
+  // the call ends.
   const trace_context* trace() const noexcept { return span_ ? &span_->context : nullptr; }
   // The caller's span id (the parent of trace()); zeros when the call is not traced.
   std::array<std::uint8_t, 8> parent_span_id() const noexcept {
