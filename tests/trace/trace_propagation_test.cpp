@@ -42,9 +42,10 @@ task<int> lingers(request_context& ctx) {
 rpc_client* downstream = nullptr;              // A's client to B
 std::shared_ptr<client_pool> downstream_pool;  // ... and a pool to B, connected lazily
 
-// Calls B at its start, after a call, after a sleep, and through a pool whose first call
-// waits for the connect.
-task<std::string> relay(request_context&) {
+// Calls B after a cancellable sleep, after a call, after a sleep, and through a pool whose
+// first call waits for the connect.
+task<std::string> relay(request_context& ctx) {
+  co_await ctx.sleep_for(1ms);  // resumed by the connection's timer
   std::string out;
   auto first = co_await downstream->call<trace_of>();
   out += first.value_or("error") + "\n";
