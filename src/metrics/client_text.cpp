@@ -19,14 +19,7 @@ std::string prometheus_text(const client_snapshot& s) {
   }
   w.family("corvid_client_call_errors_total", "counter",
            "Calls ended with an error, by method and rpc_errc name.");
-  for (const auto& r : s.methods) {
-    for (std::size_t c = 1; c < errc_count; ++c) {
-      if (r.totals.errors[c] == 0) continue;
-      w.sample("corvid_client_call_errors_total",
-               {{"method", r.totals.name}, {"code", to_string(static_cast<rpc_errc>(c))}},
-               d(r.totals.errors[c]));
-    }
-  }
+  for (const auto& r : s.methods) w.error_counts("corvid_client_call_errors_total", r.totals);
   w.family("corvid_client_call_duration_seconds", "histogram",
            "From a call's submission to its result (reply, error or deadline), by method.");
   for (const auto& r : s.methods) {

@@ -35,13 +35,7 @@ std::string prometheus_text(const server_snapshot& s) {
 
   w.family("corvid_server_errors_total", "counter",
            "Calls answered with an error, by method and rpc_errc name.");
-  for (const auto& m : s.methods) {
-    for (std::size_t c = 1; c < errc_count; ++c) {
-      if (m.errors[c] == 0) continue;
-      w.sample("corvid_server_errors_total",
-               {{"method", m.name}, {"code", to_string(static_cast<rpc_errc>(c))}}, d(m.errors[c]));
-    }
-  }
+  for (const auto& m : s.methods) w.error_counts("corvid_server_errors_total", m);
 
   w.family("corvid_server_call_duration_seconds", "histogram",
            "From a request's arrival to its reply queued, by method.");

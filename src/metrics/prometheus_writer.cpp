@@ -51,6 +51,14 @@ void prometheus_writer::sample(std::string_view name, labels l, double value) {
   out_ += '\n';
 }
 
+void prometheus_writer::error_counts(std::string_view family, const method_totals& m) {
+  for (std::size_t c = 1; c < errc_count; ++c) {
+    if (m.errors[c] == 0) continue;
+    sample(family, {{"method", m.name}, {"code", to_string(static_cast<rpc_errc>(c))}},
+           static_cast<double>(m.errors[c]));
+  }
+}
+
 void prometheus_writer::duration_histogram(const std::string& family, const method_totals& m) {
   const std::string bucket = family + "_bucket";
   std::size_t b = 0;

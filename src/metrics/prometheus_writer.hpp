@@ -25,6 +25,8 @@ class prometheus_writer {
   // `m`'s latency as `family`_bucket (cumulative, at the fixed le bounds, then +Inf), _sum
   // (seconds) and _count, labelled method=m.name. The family line is the caller's.
   void duration_histogram(const std::string& family, const method_totals& m);
+  // `m`'s nonzero error counts as `family`{method=m.name,code=<rpc_errc name>}.
+  void error_counts(std::string_view family, const method_totals& m);
 
  private:
   void number(double v);
