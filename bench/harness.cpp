@@ -25,10 +25,12 @@ bool pin_to_cpu(int cpu) {
 std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
                                                bool coalesce, std::string& error,
                                                const ibv_config* rdma, const tls_config* tls,
-                                               bool metrics, std::chrono::microseconds busy_poll) {
+                                               bool metrics, std::chrono::microseconds busy_poll,
+                                               std::chrono::microseconds adaptive_poll) {
   server_config cfg;
   cfg.metrics = metrics;
   cfg.busy_poll = busy_poll;
+  cfg.adaptive_poll = adaptive_poll;
   cfg.io_threads = static_cast<std::size_t>(threads);
   cfg.coalesce_writes = coalesce;
   if (listen.starts_with("unix:")) {
@@ -82,14 +84,17 @@ harness::harness(const harness_config& cfg) {
     std::string error;
     server_ = start_bench_server(listen, cfg.server_threads, cfg.pin, cfg.server_coalesce, error,
                                  cfg.transport == "rdma" ? &cfg.rdma : nullptr,
-                                 server_tls ? &*server_tls : nullptr, true, cfg.busy_poll);
+                                 server_tls ? &*server_tls : nullptr, true, cfg.busy_poll,
+                                 cfg.adaptive_poll);
     if (!server_) throw std::runtime_error("server: " + error);
     endpoint_ = cfg.transport == "uds" ? listen : "127.0.0.1:" + std::to_string(server_->port());
   }
-  client_pool_ = std::make_unique<io_pool>(static_cast<std::size_t>(cfg.client_threads),
-                                           [pin = cfg.pin](std::size_t i) {
-                                             if (pin) pin_to_cpu(cores() - 1 - static_cast<int>(i));
-                                           });
+  client_pool_ = std::make_unique<io_pool>(
+      static_cast<std::size_t>(cfg.client_threads),
+      [pin = cfg.pin](std::size_t i) {
+        if (pin) pin_to_cpu(cores() - 1 - static_cast<int>(i));
+      },
+      std::chrono::nanoseconds{}, cfg.adaptive_poll);
   const auto metrics = cfg.client_metrics ? std::make_shared<client_metrics>() : nullptr;
   if (cfg.pool > 0) {
     pool_config pc;

@@ -28,7 +28,8 @@ struct harness_config {
   bool server_coalesce = true;
   bool client_coalesce = true;
   std::chrono::microseconds busy_poll{0};  // server and client reactors (0 = off)
-  std::size_t stream_window = client_config{}.stream_window;  // the clients'
+  std::chrono::microseconds adaptive_poll = io_pool::default_adaptive_poll;  // both (0 = off)
+  std::size_t stream_window = client_config{}.stream_window;                 // the clients'
   bool client_metrics = false;  // the clients count into one client_metrics
 };
 
@@ -54,10 +55,10 @@ class harness {
 bool pin_to_cpu(int cpu);
 // Starts a server for `corvid-bench server`, pinned like the in-process one.
 // With `rdma` set, the server also accepts RDMA clients (init_ibv).
-std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int threads, bool pin,
-                                               bool coalesce, std::string& error,
-                                               const ibv_config* rdma = nullptr,
-                                               const tls_config* tls = nullptr, bool metrics = true,
-                                               std::chrono::microseconds busy_poll = {});
+std::unique_ptr<rpc_server> start_bench_server(
+    const std::string& listen, int threads, bool pin, bool coalesce, std::string& error,
+    const ibv_config* rdma = nullptr, const tls_config* tls = nullptr, bool metrics = true,
+    std::chrono::microseconds busy_poll = {},
+    std::chrono::microseconds adaptive_poll = io_pool::default_adaptive_poll);
 
 }  // namespace corvid::bench

@@ -83,12 +83,14 @@ std::optional<sample> run_sockperf(std::size_t size, double seconds, bool spin, 
 }
 
 std::optional<sample> run_corvid(const options& o, std::size_t size,
-                                 std::chrono::microseconds busy_poll) {
+                                 std::chrono::microseconds busy_poll,
+                                 std::chrono::microseconds adaptive_poll) {
   harness_config hc;
   hc.transport = o.transport;
   hc.rdma = rdma_config(o);
   hc.pin = o.pin;
   hc.busy_poll = busy_poll;
+  hc.adaptive_poll = adaptive_poll;
   harness h(hc);
   const cell_params p{size, size, true, 1, o.warmup, o.duration};
   // CPU over the measured window only would need hooks into run_cell; over the whole cell
@@ -116,14 +118,18 @@ double median(std::vector<double> v) {
 int run_latency_experiment(const options& o) {
   const std::size_t size = o.sizes.front();
   const auto budget = o.busy_poll.count() > 0 ? o.busy_poll : std::chrono::microseconds(1000);
+  const auto adaptive =
+      o.adaptive_poll.count() > 0 ? o.adaptive_poll : io_pool::default_adaptive_poll;
   struct mode {
     std::string name;
     std::vector<sample> samples;
   };
-  std::vector<mode> modes{{"sockperf ping-pong, blocking", {}},
-                          {"sockperf ping-pong, spinning (--nonblocked)", {}},
-                          {"corvid, busy_poll off", {}},
-                          {"corvid, busy_poll " + std::to_string(budget.count()) + " us", {}}};
+  std::vector<mode> modes{
+      {"sockperf ping-pong, blocking", {}},
+      {"sockperf ping-pong, spinning (--nonblocked)", {}},
+      {"corvid, busy_poll off, adaptive_poll off", {}},
+      {"corvid, busy_poll " + std::to_string(budget.count()) + " us", {}},
+      {"corvid, adaptive_poll " + std::to_string(adaptive.count()) + " us (the default)", {}}};
   std::printf(
       "corvid-bench latency: transport %s, %s echoed, c=1, %.1f s per run, %d round(s), "
       "%s, %d cores\n\n",
@@ -135,11 +141,14 @@ int run_latency_experiment(const options& o) {
       if (auto s = run_sockperf(size, o.duration, false, o.pin)) modes[0].samples.push_back(*s);
       if (auto s = run_sockperf(size, o.duration, true, o.pin)) modes[1].samples.push_back(*s);
     }
-    auto off = run_corvid(o, size, std::chrono::microseconds(0));
-    auto on = run_corvid(o, size, budget);
-    if (!off || !on) return 1;
+    const std::chrono::microseconds none{0};
+    auto off = run_corvid(o, size, none, none);
+    auto on = run_corvid(o, size, budget, none);
+    auto learned = run_corvid(o, size, none, adaptive);
+    if (!off || !on || !learned) return 1;
     modes[2].samples.push_back(*off);
     modes[3].samples.push_back(*on);
+    modes[4].samples.push_back(*learned);
   }
   table t{{"round trip, c=1", "P50 (us)", "P99 (us)", "CPU (cores, corvid process)"}, {}};
   for (const mode& m : modes) {
@@ -161,11 +170,14 @@ int run_latency_experiment(const options& o) {
     return median(v);
   };
   if (!modes[0].samples.empty() && !modes[1].samples.empty()) {
-    const double on = p50_of(modes[3]);
-    std::printf(
-        "\nbusy-poll P50 / sockperf blocking P50 = %.2fx (target <= 0.5x); "
-        "/ sockperf spinning P50 = %.2fx (target <= 1.2x)\n",
-        on / p50_of(modes[0]), on / p50_of(modes[1]));
+    for (const mode* m : {&modes[3], &modes[4]}) {
+      const double on = p50_of(*m);
+      std::printf(
+          "\n%s: P50 / sockperf blocking P50 = %.2fx (target <= 0.5x); "
+          "/ sockperf spinning P50 = %.2fx (target <= 1.2x)",
+          m->name.c_str(), on / p50_of(modes[0]), on / p50_of(modes[1]));
+    }
+    std::printf("\n");
   }
   return 0;
 }

@@ -61,6 +61,7 @@ int run_grid(const options& o) {
   hc.pin = o.pin;
   hc.client_queue = o.client_queue;
   hc.busy_poll = o.busy_poll;
+  hc.adaptive_poll = o.adaptive_poll;
   hc.client_metrics = o.client_metrics;
   harness h(hc);
   print_machine(o);
@@ -105,7 +106,7 @@ int run_server(const options& o) {
   const ibv_config rdma = rdma_config(o);
   auto server = start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin,
                                    true, error, o.transport == "rdma" ? &rdma : nullptr, nullptr,
-                                   o.metrics, o.busy_poll);
+                                   o.metrics, o.busy_poll, o.adaptive_poll);
   if (!server) {
     std::fprintf(stderr, "corvid-bench server: %s\n", error.c_str());
     return 1;

@@ -21,8 +21,9 @@ commands:
   reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections
   idle        user-space bytes per idle server connection (--connections N, default 10000)
   stream      server-streamed items (128B, 4K, 1M; 1 and 64 streams) vs unary calls
-  latency     c=1 P50/P99, busy-poll off vs on, beside sockperf's blocking and spinning
-              round trips (first --sizes entry, echoed; --rounds interleaved, median)
+  latency     c=1 P50/P99: polling off, busy-poll, adaptive poll, beside sockperf's
+              blocking and spinning round trips (first --sizes entry, echoed; --rounds
+              interleaved, median)
 
 options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides
@@ -48,6 +49,8 @@ options:
   --calls N                calls per mode in `pipeline` (default 20000)
   --busy-poll US           reactors spin up to US microseconds before sleeping (default 0 =
                            off; `latency`: the budget of its "on" rows, default 1000)
+  --adaptive-poll US       reactors poll up to US microseconds (learned) before sleeping
+                           while events arrive that soon (default 100; 0 = off)
   --rounds N               `latency`: interleaved rounds (default 3)
   --stream-window BYTES    `stream`: the client's per-stream credit window (default 256K)
   --no-sockperf            `latency`: skip the sockperf rows
@@ -163,6 +166,10 @@ options parse_options(int argc, char** argv) {
       const long us = std::atol(value("--busy-poll").c_str());
       if (us < 0) fail("--busy-poll must be >= 0 microseconds");
       o.busy_poll = std::chrono::microseconds(us);
+    } else if (a == "--adaptive-poll") {
+      const long us = std::atol(value("--adaptive-poll").c_str());
+      if (us < 0) fail("--adaptive-poll must be >= 0 microseconds");
+      o.adaptive_poll = std::chrono::microseconds(us);
     } else if (a == "--stream-window") {
       o.stream_window = static_cast<std::size_t>(std::atoll(value("--stream-window").c_str()));
     } else if (a == "--rounds") {

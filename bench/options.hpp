@@ -8,6 +8,7 @@
 
 #include <corvid/client/client_config.hpp>
 #include <corvid/rdma/ibv_config.hpp>
+#include <corvid/runtime/io_pool.hpp>
 
 namespace corvid::bench {
 
@@ -41,6 +42,8 @@ struct options {
   // server_config/client_config::busy_poll of the bench's server and clients (0 = off);
   // `latency` compares off with this budget (default there: 1000 us).
   std::chrono::microseconds busy_poll{0};
+  // server_config::adaptive_poll of the bench's server, and of its clients' io_pool.
+  std::chrono::microseconds adaptive_poll = io_pool::default_adaptive_poll;
   // `stream`: the clients' client_config::stream_window (0 = the library's default).
   std::size_t stream_window = 0;
   bool sockperf = true;  // latency: also run sockperf (--no-sockperf skips it)

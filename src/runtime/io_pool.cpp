@@ -16,8 +16,9 @@ thread_local asio::io_context* this_reactor = nullptr;
 asio::io_context* current_reactor() noexcept { return this_reactor; }
 
 io_pool::io_pool(std::size_t threads, thread_start_hook on_start,
-                 std::chrono::nanoseconds busy_poll)
-    : busy_poll_ns_(std::max<std::int64_t>(0, busy_poll.count())) {
+                 std::chrono::nanoseconds busy_poll, std::chrono::nanoseconds adaptive_poll)
+    : busy_poll_ns_(std::max<std::int64_t>(0, busy_poll.count())),
+      adaptive_poll_(std::max(adaptive_poll, std::chrono::nanoseconds::zero())) {
   // Reactors run TLS, and OpenSSL keeps per-thread state (its error queue) that a thread
   // frees with OPENSSL_thread_stop() as it ends. OpenSSL is initialised here, before the
   // pool exists, so its exit-time cleanup runs after a static pool's destructor has joined
@@ -32,7 +33,8 @@ io_pool::io_pool(std::size_t threads, thread_start_hook on_start,
     reactors_.push_back(std::move(r));
   }
   for (std::size_t i = 0; i < reactors_.size(); ++i) {
-    reactors_[i]->thread = std::thread([this, ctx = &reactors_[i]->ctx, i, on_start] {
+    reactors_[i]->thread = std::thread([this, r = reactors_[i].get(), i, on_start] {
+      asio::io_context* ctx = &r->ctx;
       this_reactor = ctx;
       if (on_start) on_start(i);
       // A handler that throws is a bug in corvid or in user code resumed inline; report it
@@ -40,7 +42,7 @@ io_pool::io_pool(std::size_t threads, thread_start_hook on_start,
       // also returns when raise_busy_poll stops the context to switch it into spinning.
       for (;;) {
         try {
-          detail::run_reactor(*ctx, busy_poll_ns_);
+          detail::run_reactor(*ctx, busy_poll_ns_, adaptive_poll_, r->polling_sleeps);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "corvid: exception escaped a reactor handler: %s\n", e.what());
         } catch (...) {

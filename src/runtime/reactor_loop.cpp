@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <thread>
+#include <time.h>
 
+#include "adaptive_poll.hpp"
 #include "spinners.hpp"
 
 namespace corvid::detail {
@@ -40,12 +42,63 @@ void spin(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns) {
   }
 }
 
+// CPU time of this thread: what the handlers run after a wake-up cost, to tell the time a
+// reactor waited for an event from the time it then spent working.
+std::chrono::nanoseconds thread_cpu() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// Runs ctx with an adaptive_poll budget of at most `max`; returns when ctx is stopped or
+// busy-poll was switched on (the fixed budget takes over).
+void run_adaptive(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns,
+                  std::chrono::nanoseconds max, std::atomic<std::uint64_t>& sleeps) {
+  using clock = std::chrono::steady_clock;
+  adaptive_poll policy(max);
+  spinner_slot me;
+  while (!ctx.stopped() && budget_ns.load(std::memory_order_relaxed) <= 0) {
+    const auto idle_from = clock::now();
+    const auto budget = policy.budget();
+    bool found = false;
+    while (budget.count() > 0 && !ctx.stopped()) {
+      if (ctx.poll() > 0) {
+        found = true;
+        break;
+      }
+      // Another polling reactor on this CPU may be the one this one waits for: sleep, so
+      // the scheduler runs it (unlike a fixed budget's spinner, a learned one only polls when
+      // it has the CPU to itself).
+      if (clock::now() - idle_from >= budget || me.shares_core()) break;
+    }
+    if (found) {
+      while (ctx.poll() > 0) {
+      }
+      continue;  // caught without sleeping: the budget is right
+    }
+    me.pause();
+    sleeps.store(sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    const auto cpu_before = thread_cpu();
+    if (ctx.run_one() == 0) return;
+    while (ctx.poll() > 0) {  // the rest of what arrived with it
+    }
+    const auto worked = thread_cpu() - cpu_before;
+    policy.slept(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - idle_from) -
+                 worked);
+  }
+}
+
 }  // namespace
 
-void run_reactor(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns) {
+void run_reactor(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns,
+                 std::chrono::nanoseconds adaptive_max, std::atomic<std::uint64_t>& sleeps) {
   if (budget_ns.load(std::memory_order_relaxed) > 0) {
     spin(ctx, budget_ns);
     if (ctx.stopped() || budget_ns.load(std::memory_order_relaxed) > 0) return;
+  }
+  if (adaptive_max.count() > 0) {
+    run_adaptive(ctx, budget_ns, adaptive_max, sleeps);
+    return;  // stopped, or busy-poll switched on: the pool restarts the loop
   }
   ctx.run();
 }

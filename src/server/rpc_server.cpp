@@ -107,7 +107,8 @@ rpc_error server_core::async_start() {
     stopping_ = drained_ = true;
     return ec;
   }
-  pool_ = std::make_unique<io_pool>(config.io_threads, config.on_thread_start, config.busy_poll);
+  pool_ = std::make_unique<io_pool>(config.io_threads, config.on_thread_start, config.busy_poll,
+                                    config.adaptive_poll);
   if (config.metrics) {
     std::vector<std::string> names(handlers_.size());
     for (const auto& [id, entry] : handlers_) names[entry.index] = entry.name;

@@ -22,10 +22,19 @@ class io_pool {
   // to pin threads to cores or name them.
   using thread_start_hook = std::function<void(std::size_t index)>;
 
+  // How long, at most, an idle reactor polls for its next event before it sleeps, when
+  // events have been arriving that soon after it went idle (a round trip of calls): it learns
+  // the budget, and drops it to zero once events come further apart, so a quiet reactor
+  // sleeps. Removes a thread wake-up from each round trip at low concurrency (docs/
+  // benchmarks.md, "Adaptive polling"); costs CPU only while traffic flows that densely.
+  static constexpr std::chrono::microseconds default_adaptive_poll{100};
+
   // Starts `threads` reactor threads (at least one). `busy_poll` > 0: latency mode, see
-  // raise_busy_poll.
+  // raise_busy_poll. `adaptive_poll`: see default_adaptive_poll; 0 = off (reactors sleep
+  // whenever they have nothing to run).
   explicit io_pool(std::size_t threads, thread_start_hook on_start = {},
-                   std::chrono::nanoseconds busy_poll = {});
+                   std::chrono::nanoseconds busy_poll = {},
+                   std::chrono::nanoseconds adaptive_poll = default_adaptive_poll);
   ~io_pool();
   io_pool(const io_pool&) = delete;
   io_pool& operator=(const io_pool&) = delete;
@@ -45,6 +54,14 @@ class io_pool {
     return std::chrono::nanoseconds(busy_poll_ns_.load(std::memory_order_relaxed));
   }
 
+  // How many times reactor `i` went to sleep in the kernel after polling adaptively for its
+  // next event (or straight away, with a budget of zero): with traffic that adaptive polling
+  // catches, it grows far slower than the reactor's event count. Counted only while adaptive
+  // polling is on.
+  std::uint64_t polling_sleeps(std::size_t i) const noexcept {
+    return reactors_[i]->polling_sleeps.load(std::memory_order_relaxed);
+  }
+
   // Stops every reactor (pending handlers are not run) and joins the threads. Idempotent;
   // must not be called from one of this pool's threads.
   void stop();
@@ -60,10 +77,12 @@ class io_pool {
     asio::io_context ctx{1};  // concurrency hint 1: only this reactor's thread runs it
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
     std::thread thread;
+    std::atomic<std::uint64_t> polling_sleeps{0};
   };
   std::vector<std::unique_ptr<reactor>> reactors_;
   std::atomic<std::size_t> next_{0};
   std::atomic<std::int64_t> busy_poll_ns_{0};
+  std::chrono::nanoseconds adaptive_poll_;
   std::atomic<bool> stopping_{false};  // reactors leave their loop instead of restarting
   std::mutex stop_mutex_;              // a second stop() waits for the first to finish joining
   bool stopped_ = false;

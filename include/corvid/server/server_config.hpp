@@ -102,6 +102,12 @@ struct server_config {
   // last event before sleeping, so a request arriving meanwhile is seen without a thread
   // wake-up. Costs a busy core per reactor while traffic flows (docs/benchmarks.md).
   std::chrono::microseconds busy_poll{0};
+  // Adaptive polling (0 = off): while requests keep arriving within this long of a reactor
+  // going idle, it polls for them instead of sleeping, for a budget it learns, up to this
+  // long; once they come further apart it sleeps as before. The same default as
+  // io_pool::default_adaptive_poll. Clients: the io_pool they run on decides (the default
+  // pool polls; an io_pool made with adaptive_poll 0 does not).
+  std::chrono::microseconds adaptive_poll{100};
   // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
   std::function<void(std::size_t)> on_thread_start;
 

@@ -1,0 +1,178 @@
+// Adaptive polling: the budget a reactor learns (grows while its events come back soon after
+// it went idle, shrinks to zero when they stop), and what a reactor does with it: in a
+// ping-pong with another reactor it polls instead of sleeping, and once traffic stops it
+// sleeps. io_pool::polling_sleeps counts the sleeps (a thread's voluntary context switches
+// would also count waits for asio's scheduler lock, which the other reactor takes to post);
+// CPU time tells a sleeping reactor from a spinning one. Nothing here measures speed.
+#include "runtime/adaptive_poll.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <pthread.h>
+#include <sched.h>
+#include <thread>
+#include <vector>
+
+#include <asio/post.hpp>
+#include <gtest/gtest.h>
+
+#include "corvid/runtime/io_pool.hpp"
+#include "corvid/server/server_config.hpp"
+
+#include "thread_cpu.hpp"
+
+namespace corvid {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::adaptive_poll;
+
+TEST(AdaptivePoll, QuickWakeUpsGrowTheBudgetUpToTheMaximum) {
+  adaptive_poll p(80us);
+  EXPECT_EQ(p.budget(), 0ns) << "a reactor starts by sleeping";
+  p.slept(30us);
+  EXPECT_EQ(p.budget(), 10us) << "an event within the maximum: start polling (max / 8)";
+  p.slept(30us);
+  EXPECT_EQ(p.budget(), 20us);
+  p.slept(80us);
+  EXPECT_EQ(p.budget(), 40us) << "exactly the maximum still counts as catchable";
+  p.slept(1us);
+  EXPECT_EQ(p.budget(), 80us);
+  p.slept(1us);
+  EXPECT_EQ(p.budget(), 80us) << "never past the maximum";
+}
+
+TEST(AdaptivePoll, LongWaitsShrinkTheBudgetToZero) {
+  adaptive_poll p(80us);
+  for (int i = 0; i < 5; ++i) p.slept(1us);
+  ASSERT_EQ(p.budget(), 80us);
+  p.slept(5ms);
+  EXPECT_EQ(p.budget(), 40us) << "one late event halves it";
+  p.slept(5ms);
+  p.slept(5ms);
+  EXPECT_EQ(p.budget(), 10us);
+  p.slept(5ms);
+  EXPECT_EQ(p.budget(), 0ns) << "below half the starting budget it stops polling";
+  p.slept(5ms);
+  EXPECT_EQ(p.budget(), 0ns);
+}
+
+TEST(AdaptivePoll, ZeroMaximumNeverPolls) {
+  adaptive_poll p(0ns);
+  for (int i = 0; i < 3; ++i) {
+    p.slept(0ns);
+    EXPECT_EQ(p.budget(), 0ns);
+  }
+}
+
+TEST(AdaptivePoll, OnByDefaultForServersAndPools) {
+  EXPECT_EQ(server_config{}.adaptive_poll, io_pool::default_adaptive_poll);
+  EXPECT_GT(io_pool::default_adaptive_poll, 0us);
+}
+
+// Two one-reactor pools bounce a handler `rounds` times; returns how many times reactor `a`
+// slept meanwhile, and reactor `b` in `b_slept`.
+std::uint64_t sleeps_in_ping_pong(io_pool& a, io_pool& b, int rounds,
+                                  std::uint64_t* b_slept = nullptr) {
+  struct bounce {
+    io_pool& a;
+    io_pool& b;
+    int left;
+    std::promise<void> done;
+    void to_a() {
+      asio::post(a.at(0), [this] {
+        if (--left == 0) {
+          done.set_value();
+          return;
+        }
+        to_b();
+      });
+    }
+    void to_b() {
+      asio::post(b.at(0), [this] { to_a(); });
+    }
+  };
+  bounce game{a, b, rounds, {}};
+  const std::uint64_t a_before = a.polling_sleeps(0);
+  const std::uint64_t b_before = b.polling_sleeps(0);
+  game.to_b();
+  game.done.get_future().get();
+  if (b_slept != nullptr) *b_slept = b.polling_sleeps(0) - b_before;
+  return a.polling_sleeps(0) - a_before;
+}
+
+// A maximum far above any hop's time, even under a sanitizer on a loaded machine: the test is
+// about the mechanism, not about where the threshold sits.
+constexpr auto generous = 20ms;
+
+// The CPUs this process may run on.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int i = 0; i < CPU_SETSIZE; ++i) {
+    if (CPU_ISSET(i, &set)) cpus.push_back(i);
+  }
+  return cpus;
+}
+
+// A reactor start hook pinning its thread to `cpu`.
+io_pool::thread_start_hook pin_to(int cpu) {
+  return [cpu](std::size_t) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+  };
+}
+
+TEST(AdaptivePoll, AReactorInAPingPongPollsInsteadOfSleeping) {
+  const auto cpus = allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs: a poller waits for a peer elsewhere";
+  io_pool a(1, pin_to(cpus[0]), 0ns, generous);
+  io_pool b(1, pin_to(cpus[1]), 0ns, generous);
+  constexpr int rounds = 2000;
+  sleeps_in_ping_pong(a, b, 50);  // warm up: both learn their budget
+  const std::uint64_t slept = sleeps_in_ping_pong(a, b, rounds);
+  EXPECT_LT(slept, static_cast<std::uint64_t>(rounds / 4))
+      << "a reactor whose events come back within its budget must "
+         "poll for them, not sleep for each one";
+}
+
+TEST(AdaptivePoll, OffMeansNoPollingLoop) {
+  io_pool a(1, {}, 0ns, 0ns);
+  io_pool b(1, {}, 0ns, 0ns);
+  EXPECT_EQ(sleeps_in_ping_pong(a, b, 100), 0u) << "plain run(): nothing counted";
+}
+
+TEST(AdaptivePoll, TwoReactorsOnOneCpuSleepInsteadOfPollingForEachOther) {
+  // Polling for an event only the other reactor on this CPU can produce would keep that one
+  // off the CPU: a reactor that sees another poller on its CPU sleeps instead.
+  const auto cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  io_pool a(1, pin_to(cpus[0]), 0ns, generous);
+  io_pool b(1, pin_to(cpus[0]), 0ns, generous);
+  constexpr int rounds = 300;
+  sleeps_in_ping_pong(a, b, 50);
+  std::uint64_t b_slept = 0;
+  const std::uint64_t a_slept = sleeps_in_ping_pong(a, b, rounds, &b_slept);
+  EXPECT_GT(a_slept + b_slept, static_cast<std::uint64_t>(rounds / 2));
+}
+
+TEST(AdaptivePoll, AReactorSleepsOnceTheTrafficStops) {
+  test::thread_cpu_clock cpu;
+  io_pool a(
+      1, [&](std::size_t) { cpu.capture(); }, 0ns, generous);
+  io_pool b(1, {}, 0ns, generous);
+  while (!cpu.ready()) std::this_thread::yield();
+  sleeps_in_ping_pong(a, b, 500);
+  const auto before = cpu.used();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LT(cpu.used() - before, 100ms)
+      << "idle for 300 ms, a reactor polls for at most its maximum (20 ms), then sleeps";
+}
+
+}  // namespace
+}  // namespace corvid
