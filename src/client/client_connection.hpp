@@ -72,8 +72,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
     std::lock_guard lk(mutex_);
     return calls_.size();
   }
-  // The reactor count the server stated in a pong (client_config::ask_server_reactors);
-  // 0 until one arrives, and for servers that do not state it. Any thread.
+  // The reactor count the server stated in a pong (client_config::ask_server_reactors asks
+  // at connect; heartbeat pongs carry it too); 0 until one arrives, and for servers that do
+  // not state it. Any thread.
   std::uint32_t server_reactors() const noexcept {
     return server_reactors_.load(std::memory_order_relaxed);
   }
