@@ -10,6 +10,12 @@ namespace {
 std::atomic<rpc_server*> current_server{nullptr};
 constexpr std::size_t max_response = 8u << 20;
 
+struct alignas(64) reactor_count {
+  std::atomic<std::uint64_t> calls{0};
+};
+reactor_count counts[max_counted_reactors + 1];  // the last: threads that are no reactor
+thread_local std::size_t reactor_slot = max_counted_reactors;
+
 std::string_view response_bytes(std::size_t n) {
   static const std::string bytes(max_response, 'r');  // built once, before measuring
   return std::string_view(bytes).substr(0, std::min(n, max_response));
@@ -17,6 +23,8 @@ std::string_view response_bytes(std::size_t n) {
 }  // namespace
 
 void bench_call(request_context& ctx, std::uint32_t response_size, bool echo) {
+  auto& n = counts[reactor_slot].calls;  // written by this reactor alone
+  n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (echo) {
     ctx.set_response_attachment(ctx.request_attachment());
   } else if (response_size > 0) {
@@ -38,6 +46,20 @@ server_counters bench_stats() {
   }
   c.allocations = tracked_allocations();
   return c;
+}
+
+void set_reactor_slot(std::size_t index) { reactor_slot = std::min(index, max_counted_reactors); }
+
+std::vector<std::uint64_t> reactor_calls(std::size_t reactors) {
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i < std::min(reactors, max_counted_reactors); ++i) {
+    out.push_back(counts[i].calls.load(std::memory_order_relaxed));
+  }
+  return out;
+}
+
+void reset_reactor_calls() {
+  for (auto& c : counts) c.calls.store(0, std::memory_order_relaxed);
 }
 
 void set_bench_server(rpc_server* server) {

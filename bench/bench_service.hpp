@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <corvid/corvid.hpp>
 
@@ -24,6 +25,13 @@ void bench_call(request_context& ctx, std::uint32_t response_size, bool echo);
 // A stream of `count` items of `size` bytes (corvid-bench stream).
 stream<std::string_view> bench_items(std::uint32_t size, std::uint64_t count);
 server_counters bench_stats();
+
+// Calls bench_call ran on each reactor of the in-process server (index = the reactor's
+// on_thread_start index): each reactor counts into its own cache line, a load and a store.
+constexpr std::size_t max_counted_reactors = 64;
+void set_reactor_slot(std::size_t index);  // on a server reactor thread, as it starts
+std::vector<std::uint64_t> reactor_calls(std::size_t reactors);
+void reset_reactor_calls();
 
 // The server whose counters bench_stats() reports.
 void set_bench_server(rpc_server* server);

@@ -144,7 +144,75 @@ int run_coalesce_experiment(const options& o) {
   return 0;
 }
 
+namespace {
+
+// One client process, one client_pool, against a server with 2 io threads (or --threads if
+// more): how the pool's calls spread over the server's reactors, before (the pool's old rule:
+// another connection only at 128 calls in flight on one, max 4) and after (pool_config's
+// default auto max_connections, spreading at --spread calls in flight, default 2: one
+// connection per server reactor once the least-loaded has that many in flight).
+// `connections` is the pool's count at the end of the cell.
+void run_pool_reactors_rows(const options& o) {
+  const int server_threads = std::max(2, o.threads);
+  std::vector<std::string> head{"pool rule", "callers",  "connections",
+                                "qps",       "P50 (us)", "P99 (us)"};
+  for (int i = 0; i < server_threads; ++i) head.push_back("reactor " + std::to_string(i));
+  table t{head, {}};
+  for (int c : o.concurrency) {
+    for (bool after : {false, true}) {
+      harness_config hc = base_config(o);
+      hc.server_threads = server_threads;
+      hc.pool = after ? -1 : 4;  // after: auto; before: the old default of 4
+      hc.pool_spread_in_flight = after ? o.spread : 0;
+      hc.pin = false;  // as above: the server's reactors and the client's share the cores
+      harness h(hc);
+      // One call first, as a running process's pool has made: a cold burst of callers on an
+      // empty pool opens up to max_connections at once (before and after alike), which is not
+      // the steady state under test.
+      const std::string payload(128, 'p');
+      const bool primed = sync_wait([&]() -> task<bool> {
+        auto r = co_await h.pool()->call_with<bench_call>(
+            {std::chrono::milliseconds(60000), payload}, std::uint32_t{16}, false);
+        co_return r.has_value();
+      }());
+      if (!primed) std::fprintf(stderr, "reactors: the priming call failed\n");
+      reset_reactor_calls();
+      cell_result r =
+          run_cell({{}, h.pool()}, {128, o.response_size, false, c, o.warmup, o.duration}, {});
+      const auto calls = reactor_calls(static_cast<std::size_t>(server_threads));
+      std::uint64_t total = 0;
+      for (auto n : calls) total += n;
+      std::vector<std::string> row{after ? "after: auto, spread at " + std::to_string(o.spread)
+                                         : std::string("before: max 4, new only at 128 in flight"),
+                                   std::to_string(c),
+                                   std::to_string(h.pool()->stats().connections),
+                                   fixed(r.qps, 0),
+                                   fixed(r.p50_us, 0),
+                                   fixed(r.p99_us, 0)};
+      for (auto n : calls) {
+        row.push_back(total == 0
+                          ? "0 %"
+                          : fixed(100.0 * static_cast<double>(n) / static_cast<double>(total), 0) +
+                                " %");
+      }
+      t.rows.push_back(std::move(row));
+    }
+  }
+  std::printf(
+      "\nreactors, one client process: 128 B calls from `callers` coroutines through one "
+      "client_pool (client on 1 io thread) to a server with %d io threads, %u cores; "
+      "reactor i = share of the calls that server reactor ran (warm-up included)\n\n",
+      server_threads, std::thread::hardware_concurrency());
+  t.print_markdown(std::cout);
+}
+
+}  // namespace
+
 int run_reactors_experiment(const options& o) {
+  if (o.pool != 0) {  // --pool: the one-client-process rows alone
+    run_pool_reactors_rows(o);
+    return 0;
+  }
   table t{{"server io threads", "client connections", "qps", "P50 (us)", "P99 (us)"}, {}};
   const int max_threads = std::max(o.threads, 4);
   for (int threads = 1; threads <= max_threads; threads *= 2) {
@@ -165,6 +233,7 @@ int run_reactors_experiment(const options& o) {
       "in flight, client on 1 io thread, %u cores\n\n",
       std::thread::hardware_concurrency());
   t.print_markdown(std::cout);
+  if (o.connect.empty()) run_pool_reactors_rows(o);
   return 0;
 }
 

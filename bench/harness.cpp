@@ -43,6 +43,7 @@ std::unique_ptr<rpc_server> start_bench_server(const std::string& listen, int th
   // Server reactors take the low cores, client reactors the high ones.
   cfg.on_thread_start = [pin](std::size_t i) {
     if (pin) pin_to_cpu(static_cast<int>(i));
+    set_reactor_slot(i);
     track_this_thread();
   };
   auto server = std::make_unique<rpc_server>(cfg);
@@ -96,10 +97,11 @@ harness::harness(const harness_config& cfg) {
       },
       std::chrono::nanoseconds{}, cfg.adaptive_poll);
   const auto metrics = cfg.client_metrics ? std::make_shared<client_metrics>() : nullptr;
-  if (cfg.pool > 0) {
+  if (cfg.pool != 0) {
     pool_config pc;
     pc.client.metrics = metrics;
-    pc.max_connections = static_cast<std::size_t>(cfg.pool);
+    pc.max_connections = cfg.pool > 0 ? static_cast<std::size_t>(cfg.pool) : 0;
+    pc.spread_in_flight = cfg.pool_spread_in_flight;
     pc.client.pool = client_pool_.get();
     pc.client.request_timeout = std::chrono::milliseconds(60000);
     pc.client.max_queued_request_bytes = cfg.client_queue;

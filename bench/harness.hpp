@@ -22,7 +22,10 @@ struct harness_config {
   int server_threads = 1;
   int client_threads = 1;
   int connections = 1;
-  int pool = 0;  // > 0: a client_pool of up to this many connections instead of `connections`
+  // > 0: a client_pool of up to this many connections instead of `connections`; -1: one with
+  // pool_config's default max_connections (auto: the server's reactor count, at least 4).
+  int pool = 0;
+  std::size_t pool_spread_in_flight = pool_config{}.spread_in_flight;  // 0: the old rule
   bool pin = true;
   std::size_t client_queue = client_config{}.max_queued_request_bytes;
   bool server_coalesce = true;

@@ -58,6 +58,7 @@ int run_grid(const options& o) {
   hc.server_threads = hc.client_threads = o.threads;
   hc.connections = o.connections;
   hc.pool = o.pool;
+  hc.pool_spread_in_flight = o.spread;
   hc.pin = o.pin;
   hc.client_queue = o.client_queue;
   hc.busy_poll = o.busy_poll;

@@ -18,7 +18,10 @@ commands:
   client      run the grid against a running server: --connect ADDR
   pipeline    seed 001: synchronous vs pipelined vs concurrent callers on one connection
   coalesce    seed 002: write coalescing on vs off (RPCs per write, packets per RPC)
-  reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections
+  reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections;
+              then one client_pool (old rule vs default) against a 2-io-thread server,
+              calls per server reactor (--concurrency, default 1,4,16,64,256); with
+              --pool (any value) only the client_pool rows
   idle        user-space bytes per idle server connection (--connections N, default 10000)
   stream      server-streamed items (128B, 4K, 1M; 1 and 64 streams) vs unary calls
   latency     c=1 P50/P99: polling off, busy-poll, adaptive poll, beside sockperf's
@@ -41,7 +44,9 @@ options:
   --echo                   reply with the request payload instead
   --threads N              io threads per side (default 1)
   --connections N          client connections (default 1: one multiplexed connection)
-  --pool N                 send calls through a client_pool of up to N connections
+  --pool N|auto            send calls through a client_pool of up to N connections (auto:
+                           pool_config's default, one per server reactor, at least 4)
+  --spread N               pools' spread_in_flight (default 2; 0 = the old rule)
   --no-metrics             server: run with server_config::metrics off
   --client-metrics         clients: count into a client_metrics (client_config::metrics)
   --no-pin                 do not pin server/client reactors to separate cores
@@ -151,7 +156,10 @@ options parse_options(int argc, char** argv) {
     } else if (a == "--connections") {
       o.connections = std::atoi(value("--connections").c_str());
     } else if (a == "--pool") {
-      o.pool = std::atoi(value("--pool").c_str());
+      const std::string v = value("--pool");
+      o.pool = v == "auto" ? -1 : std::atoi(v.c_str());
+    } else if (a == "--spread") {
+      o.spread = static_cast<std::size_t>(std::atoi(value("--spread").c_str()));
     } else if (a == "--client-queue") {
       o.client_queue = parse_size(value("--client-queue"));
     } else if (a == "--no-metrics") {
@@ -193,7 +201,7 @@ options parse_options(int argc, char** argv) {
   if (o.tls && (o.transport == "rdma" || !o.connect.empty() || o.command == "server")) {
     fail("--tls runs the server in this process, over tcp or uds");
   }
-  if (o.transport == "rdma" && o.pool > 0) fail("--pool is not supported with --transport rdma");
+  if (o.transport == "rdma" && o.pool != 0) fail("--pool is not supported with --transport rdma");
   if (o.threads < 1 || o.connections < 1 || o.duration <= 0 || o.warmup < 0) {
     fail("--threads, --connections and --duration must be positive");
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <corvid/client/client_config.hpp>
+#include <corvid/client/pool_config.hpp>
 #include <corvid/rdma/ibv_config.hpp>
 #include <corvid/runtime/io_pool.hpp>
 
@@ -31,8 +32,10 @@ struct options {
   double warmup = 0.5;
   int threads = 1;      // io threads per side
   int connections = 1;  // client connections the calls are spread over
-  int pool = 0;         // > 0: calls go through a client_pool of up to this many connections
-  bool metrics = true;  // server: server_config::metrics (--no-metrics turns it off)
+  int pool = 0;  // > 0: calls go through a client_pool of up to this many connections; -1: auto
+  // pool_config::spread_in_flight of the bench's pools (the "after" rows of `reactors`).
+  std::size_t spread = pool_config{}.spread_in_flight;
+  bool metrics = true;          // server: server_config::metrics (--no-metrics turns it off)
   bool client_metrics = false;  // clients: client_config::metrics (--client-metrics)
   bool pin = true;              // pin server and client reactors to different cores
   // client_config::max_queued_request_bytes of the bench's clients (0 = unlimited).

@@ -241,15 +241,24 @@ void client_connection::rdma_handshake(std::shared_ptr<connect_attempt> a) {
 void client_connection::on_connected(std::uint64_t epoch) {
   std::error_code ignored;
   stream_->socket().set_option(asio::ip::tcp::no_delay(true), ignored);  // not on unix sockets
+  server_reactors_.store(0, std::memory_order_relaxed);  // this server states it anew
+  bool kick = false;
   {
     std::lock_guard lk(mutex_);
     open_ = true;
     closed_reason_.clear();
+    if (config_.ask_server_reactors) {
+      // A ping first: the server's pong states its reactor count (docs/protocol.md, "Control
+      // frames"). Not a heartbeat, so not counted in pings_sent.
+      append_control_frame(pending_, protocol::msg_type::ping, 0);
+      kick = schedule_flush_locked();
+    }
   }
   metrics_.set_open(true);
   frames_.clock.restart(std::chrono::steady_clock::now());
   arm_heartbeat(epoch);
   read_more(epoch);
+  if (kick) flush();
 }
 
 void client_connection::close(std::string reason) {
@@ -711,6 +720,8 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
     } else if (h.type == protocol::msg_type::ping) {
       std::lock_guard lk(c.mutex_);
       c.queue_control_locked(protocol::msg_type::pong, h.request_id);  // on_read flushes
+    } else if (h.type == protocol::msg_type::pong && h.function_id != 0) {
+      c.server_reactors_.store(h.function_id, std::memory_order_relaxed);  // servers state it
     }
     return frame_verdict::next;
   }

@@ -3,6 +3,7 @@
 // callers on any thread queue requests under `mutex_`, held for the few instructions that
 // encode a frame into the shared outbound queue and register the call. Internal: rpc_client's
 // header names it only by a forward declaration, so user code never sees asio's sockets.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -70,6 +71,12 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   std::size_t pending_calls() const {
     std::lock_guard lk(mutex_);
     return calls_.size();
+  }
+  // The reactor count the server stated in a pong (client_config::ask_server_reactors asks
+  // at connect; heartbeat pongs carry it too); 0 until one arrives, and for servers that do
+  // not state it. Any thread.
+  std::uint32_t server_reactors() const noexcept {
+    return server_reactors_.load(std::memory_order_relaxed);
   }
   // Fails every pending call with connection_closed and closes the socket. Any thread.
   void close(std::string reason);
@@ -204,6 +211,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
 
   // Client metrics (client_config::metrics), written under mutex_.
   metrics::client_recorder metrics_;
+
+  std::atomic<std::uint32_t> server_reactors_{0};  // server_reactors()
 
   // Shared state, under mutex_.
   mutable std::mutex mutex_;

@@ -87,9 +87,17 @@ client_pool::~client_pool() {
 pool_stats client_pool::stats() const {
   std::lock_guard lk(mutex_);
   pool_stats s = stats_;
+  s.server_reactors = server_reactors_;
+  s.max_connections = max_connections_locked();
   s.connections = static_cast<std::size_t>(std::count_if(
       entries_.begin(), entries_.end(), [](const entry& e) { return !e.connecting; }));
   return s;
+}
+
+std::size_t client_pool::max_connections_locked() const {
+  if (config_.max_connections != 0) return config_.max_connections;
+  return std::clamp(server_reactors_, pool_config::auto_min_connections,
+                    pool_config::auto_max_connections);
 }
 
 std::chrono::milliseconds client_pool::backoff_locked() {
@@ -154,6 +162,7 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
         if (e.connecting || !e.client->is_connected()) continue;
         if (config_.max_connection_age.count() > 0 && now - e.created >= config_.max_connection_age)
           continue;  // retiring: no new calls
+        if (const std::size_t r = e.client->server_reactors(); r != 0) server_reactors_ = r;
         const std::size_t pending = e.client->pending_calls();
         if (best == nullptr || pending < best_pending) {
           best = &e;
@@ -165,10 +174,15 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
       const auto live = static_cast<std::size_t>(
           std::count_if(entries_.begin(), entries_.end(),
                         [](const entry& e) { return e.connecting || e.client->is_connected(); }));
-      const bool room = live < config_.max_connections;
+      const std::size_t cap = max_connections_locked();
+      const bool room = live < cap;
       const bool may_connect = room && now >= next_attempt_;
-      if (best != nullptr &&
-          (best_pending < config_.max_in_flight_per_connection || !may_connect)) {
+      // Another connection when the least-loaded one is full, or when the server has
+      // reactors without a connection of ours and the pick already has calls in flight.
+      const bool spread = config_.spread_in_flight != 0 && live < std::min(server_reactors_, cap) &&
+                          best_pending >= config_.spread_in_flight;
+      const bool full = best_pending >= config_.max_in_flight_per_connection;
+      if (best != nullptr && (!(full || spread) || !may_connect)) {
         best->last_used = now;
         lease l{best->client,
                 best->used ? client_reuse_hint::reused : client_reuse_hint::first_use};
@@ -178,6 +192,9 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
       if (may_connect) {
         client_config cc = config_.client;
         cc.connect_timeout = config_.connect_timeout;
+        // The server's reactor count, for the auto cap and spreading.
+        if (config_.max_connections == 0 || config_.spread_in_flight != 0)
+          cc.ask_server_reactors = true;
         fresh = std::make_shared<rpc_client>(cc);
         entries_.push_back({fresh, now, now, true, true});
         ++connecting_;

@@ -78,6 +78,8 @@ bool rpc_client::is_connected() const { return conn_->is_open(); }
 
 std::size_t rpc_client::pending_calls() const { return conn_->pending_calls(); }
 
+std::size_t rpc_client::server_reactors() const noexcept { return conn_->server_reactors(); }
+
 transport_stats rpc_client::stats() const noexcept { return conn_->stats(); }
 
 std::weak_ptr<detail::call_canceller> rpc_client::canceller() const noexcept { return conn_; }

@@ -796,7 +796,9 @@ void server_connection::on_control(const protocol::frame_header& h) {
       cancel_running(h.request_id);
       break;
     case protocol::msg_type::ping:
-      queue_control(protocol::msg_type::pong, h.request_id);
+      // The pong states this server's reactor count (function id field): a client pool
+      // opens up to one connection per reactor. Peers that predate it ignore the field.
+      queue_control(protocol::msg_type::pong, h.request_id, core_.reactor_count());
       break;
     default:  // pong: hearing it was the point
       break;
@@ -902,9 +904,10 @@ void server_connection::wake_writable() {
   for (stream_link* link : waiters) link->on_writable();
 }
 
-void server_connection::queue_control(protocol::msg_type type, std::uint64_t id) {
+void server_connection::queue_control(protocol::msg_type type, std::uint64_t id,
+                                      std::uint32_t info) {
   if (closed_) return;
-  append_control_frame(pending_, type, id);
+  append_control_frame(pending_, type, id, info);
   if (!dispatching_) flush();
 }
 

@@ -106,6 +106,10 @@ class server_core {
   // Metrics (server_config::metrics): created at start, one shard per reactor; null when off.
   std::unique_ptr<metrics::server_metrics> metrics;
   std::size_t reactor_index(const asio::io_context& reactor) const noexcept;
+  // Reactor threads serving connections (io_threads), stated in every pong; 0 before start.
+  std::uint32_t reactor_count() const noexcept {
+    return pool_ ? static_cast<std::uint32_t>(pool_->size()) : 0;
+  }
   bool stopping() const;
   // Sums the shards and lists the connections (src/admin/server_snapshot.cpp). Any thread.
   metrics::server_snapshot metrics_snapshot() const;

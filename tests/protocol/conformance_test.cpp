@@ -200,6 +200,26 @@ TEST_F(ServerConformance, StopsAtTheFirstBadFrame) {
   EXPECT_TRUE(peer_.closed_by_peer());
 }
 
+// A server states its reactor count in the pong (a 2-reactor server answers the doc's pong);
+// the ping changes nothing else: a request after it gets the doc's reply.
+TEST_F(ServerConformance, PongStatesTheReactorCount) {
+  server_config two = config();
+  two.io_threads = 2;
+  rpc_server server(two);
+  server.register_handler<echo>();
+  ASSERT_FALSE(server.async_start());
+  raw_peer peer;
+  peer.connect(server.port());
+  peer.send(doc_.at("ping_frame") + doc_.at("echo_request"));
+  EXPECT_EQ(hex(peer.read_frame()), hex(doc_.at("pong_frame")));
+  EXPECT_EQ(hex(peer.read_frame()), hex(doc_.at("echo_response")));
+  // This fixture's server has one reactor.
+  peer_.send(doc_.at("ping_frame"));
+  std::string one = doc_.at("pong_frame");
+  one[16] = 1;
+  EXPECT_EQ(hex(peer_.read_frame()), hex(one));
+}
+
 // ---- the client's side --------------------------------------------------------------------
 
 task<std::vector<std::string>> pipelined_calls(rpc_client& client, std::uint16_t port) {
@@ -303,6 +323,32 @@ TEST_F(ClientConformance, SendsTheTraceContextAsTheDocShows) {
   EXPECT_EQ(hex(server_.read(want.size())), hex(want));
   server_.send(doc_.at("echo_response"));
   EXPECT_EQ(call.get(), "hello");
+}
+
+// A client that asks (as client_pool's connections do) sends the doc's ping first, then its
+// request; a server that states its reactors is heard, and one that predates it (a plain pong,
+// function id 0) leaves the count at 0 while the call goes through either way.
+TEST_F(ClientConformance, AsksTheReactorCountWithAPingFirst) {
+  for (bool states : {true, false}) {
+    client_config cfg = config();
+    cfg.ask_server_reactors = true;
+    rpc_client client(cfg);
+    raw_peer server;
+    asio::ip::tcp::acceptor acceptor{server.io()};  // on the peer's io_context, as accept needs
+    acceptor.open(asio::ip::tcp::v4());
+    acceptor.bind({asio::ip::make_address("127.0.0.1"), 0});
+    acceptor.listen();
+    const std::uint16_t at = acceptor.local_endpoint().port();
+    auto call = std::async(std::launch::async, [&] { return sync_wait(one_echo(client, at)); });
+    server.accept(acceptor);
+    const std::string req = with_timeout(request<echo>(first_id, {}, "x"), 10000);
+    EXPECT_EQ(hex(server.read(header_size + req.size())), hex(doc_.at("ping_frame") + req));
+    std::string pong = doc_.at("pong_frame");
+    if (!states) pong[16] = 0;  // an older server's pong
+    server.send(pong + response(first_id, std::string("x")));
+    EXPECT_FALSE(call.get()) << states;
+    EXPECT_EQ(client.server_reactors(), states ? 2u : 0u);
+  }
 }
 
 }  // namespace

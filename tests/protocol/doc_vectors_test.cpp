@@ -71,6 +71,8 @@ std::map<std::string, std::string> built_vectors() {
       {"stream_end_frame", frame({.type = msg_type::stream_end, .request_id = id + 7}, {})},
       {"traced_echo_request", traced_echo_request(id + 8)},
       {"traced_echo_response", response(id + 8, std::string("hello"))},
+      {"ping_frame", frame({.type = msg_type::ping}, {})},
+      {"pong_frame", frame({.type = msg_type::pong, .function_id = 2}, {})},
   };
 }
 
@@ -102,7 +104,9 @@ TEST(DocVectors, EveryVectorIsOneFrame) {
     } else {
       EXPECT_EQ(ec, header_errc::ok) << name;
       EXPECT_EQ(h.frame_size(), bytes.size()) << name;
-      if (!name.starts_with("stream_")) {
+      if (name.starts_with("ping_") || name.starts_with("pong_")) {
+        EXPECT_EQ(h.type, name.starts_with("ping_") ? msg_type::ping : msg_type::pong);
+      } else if (!name.starts_with("stream_")) {
         EXPECT_EQ(h.type, name.ends_with("_request") ? msg_type::request : msg_type::response);
       }
     }

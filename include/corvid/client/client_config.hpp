@@ -50,6 +50,12 @@ struct client_config {
   // When a call times out or is cancelled, tell the server (a cancel frame), so a coroutine
   // handler still working on it is cancelled.
   bool send_cancel = true;
+  // Ask the server's reactor (io thread) count at connect: a ping goes out first, and a
+  // server that states it answers with a pong carrying it (rpc_client::server_reactors()).
+  // Off by default, so a plain client's first bytes are its first request; client_pool turns
+  // it on for its connections (it opens up to one connection per server reactor). Servers
+  // that predate it answer a plain pong: the count stays 0 and nothing else changes.
+  bool ask_server_reactors = false;
   // Client-side backpressure (0 = unlimited): calls in flight on this connection (sent or
   // queued for writing, no reply yet) and request bytes queued but not yet written (a
   // request always fits an empty queue, so the queue may pass the cap by one request).

@@ -40,7 +40,8 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
     std::shared_ptr<rpc_client> client;
     client_reuse_hint hint = client_reuse_hint::reused;
   };
-  // A connection to use now: the least busy one, or a new one while under max_connections.
+  // A connection to use now: the least busy one, or a new one while under max_connections
+  // when that one is busy (pool_config::spread_in_flight, max_in_flight_per_connection).
   task<expected<lease, rpc_error>> acquire();
 
   // A call whose connection broke before its request was written (rpc_error::
@@ -127,6 +128,8 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   // Under mutex_: closes broken, idle and aged connections nobody holds.
   void reap_locked(std::chrono::steady_clock::time_point now);
   std::chrono::milliseconds backoff_locked();
+  // pool_config::max_connections, or auto's value for the reactors the server stated.
+  std::size_t max_connections_locked() const;
   void count_retry();
   // Resumes coroutines waiting for a connect to finish (after mutex_ is released).
   // Each with the trace context it waited in (restored when it resumes).
@@ -150,6 +153,7 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   std::vector<waiter> waiters_;
   std::size_t connecting_ = 0;
   std::size_t consecutive_failures_ = 0;
+  std::size_t server_reactors_ = 0;  // as a connection last heard it; 0 = not stated
   std::chrono::steady_clock::time_point next_attempt_{};
   std::string last_error_;
   pool_stats stats_;

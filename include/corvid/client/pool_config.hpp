@@ -7,11 +7,26 @@
 namespace corvid {
 
 struct pool_config {
-  // At most this many connections to the endpoint.
-  std::size_t max_connections = 4;
+  // At most this many connections to the endpoint. 0 (the default) = auto: as many as the
+  // server has reactors (io threads; a corvid server states its count in the pong that
+  // answers the pool's connect-time ping, client_config::ask_server_reactors), at least
+  // auto_min_connections and at most auto_max_connections; auto_min_connections while no
+  // connection has heard the count (not yet, or a server that predates it). An explicit
+  // value is the cap, whatever the server states.
+  std::size_t max_connections = 0;
+  static constexpr std::size_t auto_min_connections = 4;
+  static constexpr std::size_t auto_max_connections = 64;
   // Calls in flight on a connection before another connection is opened: small calls
   // pipeline on few connections, where write coalescing merges them.
   std::size_t max_in_flight_per_connection = 128;
+  // Spreading over the server's reactors: a server connection is served by one reactor
+  // (thread), so while fewer connections are open than the server stated reactors (and
+  // max_connections allows), another connection opens as soon as the least-loaded one has
+  // this many calls in flight, instead of max_in_flight_per_connection. Calls go to the
+  // least-loaded connection, so they stay balanced over the open ones. One caller at a time
+  // (nothing in flight when it calls) uses one connection; 0 = never spread (the rule above
+  // alone, as before the server stated its reactors).
+  std::size_t spread_in_flight = 2;
   // true: connect on first use; false: create() starts one connection at once.
   bool lazy_connect = true;
   std::chrono::milliseconds connect_timeout{2000};
@@ -36,7 +51,9 @@ struct pool_stats {
   std::size_t closed_idle = 0;
   std::size_t closed_aged = 0;
   std::size_t closed_broken = 0;
-  std::size_t retried_unsent = 0;  // calls retried once because their request was never sent
+  std::size_t retried_unsent = 0;   // calls retried once because their request was never sent
+  std::size_t server_reactors = 0;  // as the server last stated it; 0 = not (yet) stated
+  std::size_t max_connections = 0;  // the cap in force: explicit, or auto's current value
 };
 
 // Passed to the seed-style send_request callback: whether the connection is new.

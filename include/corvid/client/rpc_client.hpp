@@ -123,6 +123,10 @@ class rpc_client {
   // Calls queued or sent on this connection that have not ended yet (what max_pending_calls
   // caps; calls still waiting for room are not among them).
   std::size_t pending_calls() const;
+  // The server's reactor (io thread) count, as its pong stated it: after connect() when
+  // client_config::ask_server_reactors is set (else only once a heartbeat's pong comes back).
+  // 0 until then, and always for servers that predate it. Reset by each connect().
+  std::size_t server_reactors() const noexcept;
   // Frames, syscalls and bytes on this client's connection (across reconnects).
   transport_stats stats() const noexcept;
   const client_config& config() const noexcept { return config_; }
