@@ -46,7 +46,7 @@ options:
   --connections N          client connections (default 1: one multiplexed connection)
   --pool N|auto            send calls through a client_pool of up to N connections (auto:
                            pool_config's default, one per server reactor, at least 4)
-  --spread N               pools' spread_in_flight (default 2; 0 = the old rule)
+  --spread N               pools' spread_in_flight (default 8; 0 = the old rule)
   --no-metrics             server: run with server_config::metrics off
   --client-metrics         clients: count into a client_metrics (client_config::metrics)
   --no-pin                 do not pin server/client reactors to separate cores

@@ -79,13 +79,14 @@ int bursts(corvid::client_pool& pool, int rounds, int callers, int ms) {
 
 class pool_reactors : public ::testing::TestWithParam<std::size_t> {};
 
-// The main case: one pool with its default settings, 16 concurrent callers, and every reactor
-// of the server carries a fair share of the calls.
+// The main case: one pool with its default settings, 64 concurrent callers (more than
+// spread_in_flight per reactor), and every reactor of the server carries a fair share of the
+// calls.
 TEST_P(pool_reactors, every_server_reactor_serves_calls_from_one_default_pool) {
   const std::size_t reactors = GetParam();
   reactor_server srv(reactors);
   auto pool = corvid::client_pool::create(srv.endpoint());
-  constexpr int rounds = 40, callers = 16;
+  constexpr int rounds = 40, callers = 64;
   EXPECT_EQ(bursts(*pool, rounds, callers, 1), rounds * callers);
   const auto s = pool->stats();
   EXPECT_EQ(s.server_reactors, reactors);
@@ -114,12 +115,13 @@ TEST(pool_spread, one_caller_uses_one_connection) {
   EXPECT_EQ(log().snapshot().size(), 1u);
 }
 
-// Two callers: the second finds one call in flight, below spread_in_flight (2): still one
-// connection, where their requests pipeline.
-TEST(pool_spread, two_callers_share_one_connection) {
+// spread_in_flight callers: the last finds one call fewer in flight than spread_in_flight:
+// still one connection, where their requests pipeline.
+TEST(pool_spread, callers_up_to_the_spread_threshold_share_one_connection) {
   reactor_server srv(4);
   auto pool = corvid::client_pool::create(srv.endpoint());
-  EXPECT_EQ(bursts(*pool, 100, 2, 1), 200);
+  const int callers = static_cast<int>(corvid::pool_config{}.spread_in_flight);
+  EXPECT_EQ(bursts(*pool, 25, callers, 1), 25 * callers);
   EXPECT_EQ(pool->stats().connect_attempts, 1u);
 }
 

@@ -25,8 +25,10 @@ struct pool_config {
   // this many calls in flight, instead of max_in_flight_per_connection. Calls go to the
   // least-loaded connection, so they stay balanced over the open ones. One caller at a time
   // (nothing in flight when it calls) uses one connection; 0 = never spread (the rule above
-  // alone, as before the server stated its reactors).
-  std::size_t spread_in_flight = 2;
+  // alone, as before the server stated its reactors). 8: enough calls per write for
+  // coalescing to pay, few enough that a client with tens of calls in flight reaches every
+  // reactor of a many-core server.
+  std::size_t spread_in_flight = 8;
   // true: connect on first use; false: create() starts one connection at once.
   bool lazy_connect = true;
   std::chrono::milliseconds connect_timeout{2000};
