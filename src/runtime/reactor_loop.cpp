@@ -3,8 +3,10 @@
 #include <chrono>
 #include <thread>
 #include <time.h>
+#include <utility>
 
 #include "adaptive_poll.hpp"
+#include "partial_frame_hint.hpp"
 #include "spinners.hpp"
 
 namespace corvid::detail {
@@ -57,9 +59,10 @@ void run_adaptive(asio::io_context& ctx, const std::atomic<std::int64_t>& budget
   using clock = std::chrono::steady_clock;
   adaptive_poll policy(max);
   spinner_slot me;
+  bool streaming = false;  // the last batch ended mid-frame: sleep for the rest
   while (!ctx.stopped() && budget_ns.load(std::memory_order_relaxed) <= 0) {
     const auto idle_from = clock::now();
-    const auto budget = policy.budget();
+    const auto budget = streaming ? std::chrono::nanoseconds::zero() : policy.budget();
     bool found = false;
     while (budget.count() > 0 && !ctx.stopped()) {
       if (ctx.poll() > 0) {
@@ -74,6 +77,7 @@ void run_adaptive(asio::io_context& ctx, const std::atomic<std::int64_t>& budget
     if (found) {
       while (ctx.poll() > 0) {
       }
+      streaming = std::exchange(partial_frame_seen, false);
       continue;  // caught without sleeping: the budget is right
     }
     me.pause();
@@ -83,8 +87,11 @@ void run_adaptive(asio::io_context& ctx, const std::atomic<std::int64_t>& budget
     while (ctx.poll() > 0) {  // the rest of what arrived with it
     }
     const auto worked = thread_cpu() - cpu_before;
-    policy.slept(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - idle_from) -
-                 worked);
+    // A wait for the rest of a frame says nothing about how soon the next batch comes.
+    if (!std::exchange(streaming, std::exchange(partial_frame_seen, false))) {
+      policy.slept(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - idle_from) -
+                   worked);
+    }
   }
 }
 

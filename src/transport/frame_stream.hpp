@@ -21,6 +21,7 @@
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
+#include "../runtime/partial_frame_hint.hpp"
 #include "byte_stream.hpp"
 #include "heartbeat_clock.hpp"
 #include "read_room.hpp"
@@ -115,6 +116,7 @@ class frame_stream {
       }
       if (read_buf_.size() < h.frame_size()) {
         role.on_partial_frame(h);
+        detail::note_partial_frame();
         return true;
       }
       const frame_verdict v = role.on_frame(h, read_buf_.data() + protocol::header_size);
@@ -126,6 +128,7 @@ class frame_stream {
       }
       return v == frame_verdict::hold;
     }
+    if (!read_buf_.empty()) detail::note_partial_frame();  // a header in pieces
     return true;
   }
 

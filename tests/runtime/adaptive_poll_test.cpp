@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <pthread.h>
 #include <sched.h>
@@ -20,6 +21,7 @@
 #include "corvid/runtime/io_pool.hpp"
 #include "corvid/server/server_config.hpp"
 
+#include "runtime/partial_frame_hint.hpp"
 #include "thread_cpu.hpp"
 
 namespace corvid {
@@ -71,17 +73,20 @@ TEST(AdaptivePoll, OnByDefaultForServersAndPools) {
   EXPECT_GT(io_pool::default_adaptive_poll, 0us);
 }
 
-// Two one-reactor pools bounce a handler `rounds` times; returns how many times reactor `a`
-// slept meanwhile, and reactor `b` in `b_slept`.
+// Two one-reactor pools bounce a handler `rounds` times (running `on_a` on each visit to a);
+// returns how many times reactor `a` slept meanwhile, and reactor `b` in `b_slept`.
 std::uint64_t sleeps_in_ping_pong(io_pool& a, io_pool& b, int rounds,
-                                  std::uint64_t* b_slept = nullptr) {
+                                  std::uint64_t* b_slept = nullptr,
+                                  std::function<void()> on_a = {}) {
   struct bounce {
     io_pool& a;
     io_pool& b;
     int left;
+    std::function<void()> on_a;
     std::promise<void> done;
     void to_a() {
       asio::post(a.at(0), [this] {
+        if (on_a) on_a();
         if (--left == 0) {
           done.set_value();
           return;
@@ -93,7 +98,7 @@ std::uint64_t sleeps_in_ping_pong(io_pool& a, io_pool& b, int rounds,
       asio::post(b.at(0), [this] { to_a(); });
     }
   };
-  bounce game{a, b, rounds, {}};
+  bounce game{a, b, rounds, std::move(on_a), {}};
   const std::uint64_t a_before = a.polling_sleeps(0);
   const std::uint64_t b_before = b.polling_sleeps(0);
   game.to_b();
@@ -145,6 +150,21 @@ TEST(AdaptivePoll, OffMeansNoPollingLoop) {
   io_pool a(1, {}, 0ns, 0ns);
   io_pool b(1, {}, 0ns, 0ns);
   EXPECT_EQ(sleeps_in_ping_pong(a, b, 100), 0u) << "plain run(): nothing counted";
+}
+
+TEST(AdaptivePoll, AfterABatchEndingMidFrameTheReactorSleepsForTheRest) {
+  // Each of a's events "ends mid-frame" (what frame_stream notes when a read stops inside a
+  // frame): a sleeps for the next one instead of polling, so big frames arriving in pieces
+  // are read in fewer, larger reads.
+  const auto cpus = allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs: a poller waits for a peer elsewhere";
+  io_pool a(1, pin_to(cpus[0]), 0ns, generous);
+  io_pool b(1, pin_to(cpus[1]), 0ns, generous);
+  sleeps_in_ping_pong(a, b, 50);  // both poll by now
+  constexpr int rounds = 1000;
+  const std::uint64_t slept =
+      sleeps_in_ping_pong(a, b, rounds, nullptr, [] { detail::note_partial_frame(); });
+  EXPECT_GT(slept, static_cast<std::uint64_t>(rounds / 2));
 }
 
 TEST(AdaptivePoll, TwoReactorsOnOneCpuSleepInsteadOfPollingForEachOther) {

@@ -83,6 +83,26 @@ TEST(frame_stream, complete_frames_reach_the_role_in_order_and_a_partial_one_wai
   EXPECT_TRUE(fs.read_buffer().empty());
 }
 
+// A batch that ends mid-frame (or mid-header) tells the reactor loop, which then sleeps for
+// the rest instead of polling for it; one that ends on a frame boundary does not.
+TEST(frame_stream, a_batch_ending_mid_frame_notes_it_for_the_reactor) {
+  using corvid::detail::partial_frame_seen;
+  const std::string f = frame(msg_type::request, 1, "abcdef");
+  recording_role role;
+  for (std::size_t cut : {std::size_t{4}, f.size() - 2}) {  // in the header, in the body
+    frame_stream fs(8192);
+    partial_frame_seen = false;
+    feed(fs, f.substr(0, cut));
+    EXPECT_TRUE(fs.process(role));
+    EXPECT_TRUE(partial_frame_seen) << "cut at " << cut;
+  }
+  frame_stream fs(8192);
+  partial_frame_seen = false;
+  feed(fs, f + f);
+  EXPECT_TRUE(fs.process(role));
+  EXPECT_FALSE(partial_frame_seen) << "whole frames only";
+}
+
 TEST(frame_stream, a_header_past_the_limit_or_of_a_refused_type_fails_the_batch) {
   {
     frame_stream fs(8192);
