@@ -74,24 +74,23 @@ void run_adaptive(asio::io_context& ctx, const std::atomic<std::int64_t>& budget
       // it has the CPU to itself).
       if (clock::now() - idle_from >= budget || me.shares_core()) break;
     }
-    if (found) {
-      while (ctx.poll() > 0) {
-      }
-      streaming = std::exchange(partial_frame_seen, false);
-      continue;  // caught without sleeping: the budget is right
+    std::chrono::nanoseconds cpu_before{};
+    if (!found) {
+      me.pause();
+      sleeps.store(sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      cpu_before = thread_cpu();
+      if (ctx.run_one() == 0) return;
     }
-    me.pause();
-    sleeps.store(sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    const auto cpu_before = thread_cpu();
-    if (ctx.run_one() == 0) return;
-    while (ctx.poll() > 0) {  // the rest of what arrived with it
+    while (ctx.poll() > 0) {  // the rest of what is ready
     }
-    const auto worked = thread_cpu() - cpu_before;
-    // A wait for the rest of a frame says nothing about how soon the next batch comes.
-    if (!std::exchange(streaming, std::exchange(partial_frame_seen, false))) {
+    // An event caught while polling says the budget is right; a wait for the rest of a frame
+    // says nothing about how soon the next batch comes. Otherwise the wait, work excluded.
+    if (!found && !streaming) {
+      const auto worked = thread_cpu() - cpu_before;
       policy.slept(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - idle_from) -
                    worked);
     }
+    streaming = std::exchange(partial_frame_seen, false);
   }
 }
 
