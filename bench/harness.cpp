@@ -119,6 +119,7 @@ harness::harness(const harness_config& cfg) {
     cc.tls = client_tls;
     cc.busy_poll = cfg.busy_poll;
     cc.stream_window = cfg.stream_window;
+    cc.max_stream_window = cfg.max_stream_window;
     cc.metrics = metrics;
     auto c = std::make_unique<rpc_client>(cc);
     if (cfg.transport == "rdma") {

@@ -33,6 +33,7 @@ struct harness_config {
   std::chrono::microseconds busy_poll{0};  // server and client reactors (0 = off)
   std::chrono::microseconds adaptive_poll = io_pool::default_adaptive_poll;  // both (0 = off)
   std::size_t stream_window = client_config{}.stream_window;                 // the clients'
+  std::size_t max_stream_window = client_config{}.max_stream_window;         // the clients'
   bool client_metrics = false;  // the clients count into one client_metrics
 };
 

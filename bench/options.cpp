@@ -58,6 +58,9 @@ options:
                            while events arrive that soon (default 100; 0 = off)
   --rounds N               `latency`: interleaved rounds (default 3)
   --stream-window BYTES    `stream`: the client's per-stream credit window (default 256K)
+  --max-stream-window BYTES
+                           `stream`: how far that window may grow (default 4M; the window
+                           itself = fixed)
   --no-sockperf            `latency`: skip the sockperf rows
   --csv FILE --json FILE --plot FILE.png
 )";
@@ -180,6 +183,9 @@ options parse_options(int argc, char** argv) {
       o.adaptive_poll = std::chrono::microseconds(us);
     } else if (a == "--stream-window") {
       o.stream_window = static_cast<std::size_t>(std::atoll(value("--stream-window").c_str()));
+    } else if (a == "--max-stream-window") {
+      o.max_stream_window =
+          static_cast<std::size_t>(std::atoll(value("--max-stream-window").c_str()));
     } else if (a == "--rounds") {
       o.rounds = std::atoi(value("--rounds").c_str());
       if (o.rounds < 1) fail("--rounds must be positive");

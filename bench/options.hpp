@@ -49,8 +49,9 @@ struct options {
   std::chrono::microseconds adaptive_poll = io_pool::default_adaptive_poll;
   // `stream`: the clients' client_config::stream_window (0 = the library's default).
   std::size_t stream_window = 0;
-  bool sockperf = true;  // latency: also run sockperf (--no-sockperf skips it)
-  int rounds = 3;        // latency: interleaved rounds, the median is reported
+  std::size_t max_stream_window = 0;  // client_config::max_stream_window (0 = the default)
+  bool sockperf = true;               // latency: also run sockperf (--no-sockperf skips it)
+  int rounds = 3;                     // latency: interleaved rounds, the median is reported
 };
 
 // The ibv_config --transport rdma uses: --rdma-provider/-device/-port/-gid-index over the

@@ -1136,6 +1136,25 @@ std::size_t server_connection::stream_window() const noexcept {
   return std::clamp<std::size_t>(core_.config.stream_window, 1, UINT32_MAX);
 }
 
+std::size_t server_connection::max_stream_window() const noexcept {
+  return std::clamp<std::size_t>(core_.config.max_stream_window, stream_window(), UINT32_MAX);
+}
+
+std::size_t server_connection::reserve_stream_growth(std::size_t bytes) noexcept {
+  // The windows grow into at most a quarter of the connection's call memory: with the
+  // defaults (512 streams of 256 KiB, 256 MiB) all windows together stay within it, so
+  // windows that grew never make the connection wait for memory that only their own
+  // handlers' reading would free.
+  const std::size_t budget = core_.config.max_call_bytes_per_connection / 4;
+  std::size_t used = stream_growth_.load(std::memory_order_relaxed);
+  std::size_t take = 0;
+  do {
+    take = used >= budget ? 0 : std::min(bytes, budget - used);
+    if (take == 0) return 0;
+  } while (!stream_growth_.compare_exchange_weak(used, used + take, std::memory_order_relaxed));
+  return take;
+}
+
 void server_connection::wait_written(stream_link* link) {
   if (closed_) {
     link->on_written();  // nothing queued now will be written

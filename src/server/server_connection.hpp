@@ -1,6 +1,7 @@
 #pragma once
 // One accepted socket, owned by one reactor for its whole life: everything below runs on
 // that reactor's thread, so nothing here is locked.
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -64,6 +65,11 @@ class server_connection final : public reply_channel {
   void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
   void wait_written(stream_link* link) override;
   std::size_t stream_window() const noexcept override;
+  std::size_t max_stream_window() const noexcept override;
+  std::size_t reserve_stream_growth(std::size_t bytes) noexcept override;
+  void release_stream_growth(std::size_t bytes) noexcept override {
+    stream_growth_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
   bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }
@@ -220,6 +226,9 @@ class server_connection final : public reply_channel {
   std::vector<stream_link*> writing_waiters_;
   static void tell_written(std::vector<stream_link*>& links) noexcept;
   std::size_t open_streams_ = 0;  // admit_stream() minus stream_closed()
+  // What the open streams' windows grew by beyond stream_window (reserved by their readers'
+  // threads, released on the reactor as they end).
+  std::atomic<std::size_t> stream_growth_{0};
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::size_t in_flight_ = 0;       // coroutine handlers running (cancelled ones included)

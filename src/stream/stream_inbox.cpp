@@ -17,7 +17,9 @@ stream_inbox::pushed stream_inbox::push(std::string_view body, std::coroutine_ha
   } else {
     items_.emplace_back(body);
   }
-  buffered_ += protocol::stream_item_cost(body.size());
+  const std::size_t cost = protocol::stream_item_cost(body.size());
+  buffered_ += cost;
+  unspent_ -= static_cast<std::int64_t>(cost);
   wake = std::exchange(waiter_, {});
   return pushed::kept;
 }
@@ -58,10 +60,20 @@ stream_inbox::pulled stream_inbox::pull(std::string& out, std::coroutine_handle<
     cost = item_cost(out);
     buffered_ -= cost;
     taken_ += cost;
+    if (!ended_ && items_.empty() && unspent_ <= 0 && window_ < max_window_) {
+      // The sender waits for credit and the consumer is about to wait for items: the window
+      // is too small to keep both busy. The growth is granted with what was taken.
+      const std::size_t extra = reserve_growth(std::min(window_ * 2, max_window_) - window_);
+      taken_ += extra;
+      window_ += extra;
+    }
     // Granted back in quarters of the window: one credit frame per several items, and the
     // sender never waits for a whole window's round trip.
-    if (!ended_ && taken_ >= window_ / 4)
-      grant_now = static_cast<std::uint32_t>(std::exchange(taken_, 0));
+    if (!ended_ && taken_ >= window_ / 4) {
+      grant_now = static_cast<std::uint32_t>(std::min<std::size_t>(taken_, UINT32_MAX));
+      taken_ -= grant_now;
+      unspent_ += grant_now;
+    }
   }
   on_taken(cost);
   if (grant_now != 0) grant(grant_now);
@@ -73,6 +85,11 @@ std::size_t stream_inbox::item_cost(const std::string& item) const noexcept {
   const std::size_t prefix =
       bare_strings_ ? codec::varint_size(static_cast<std::uint32_t>(item.size())) : 0;
   return protocol::stream_item_cost(item.size() + prefix);
+}
+
+std::size_t stream_inbox::window() const {
+  std::lock_guard lk(mutex_);
+  return window_;
 }
 
 bool stream_inbox::ended() const {

@@ -264,6 +264,62 @@ TEST(streams, the_stream_windows_set_how_far_each_side_runs_ahead) {
   }
 }
 
+// How many 1 MiB items a server streams ahead of a reader that took 20 and then stopped.
+int items_ahead_of_a_stalled_reader(corvid::rpc_client& client) {
+  const int start = probe().yielded;
+  auto s = corvid::test::opened(client.stream<endless>(1u << 20));
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    for (int i = 0; i < 20; ++i) EXPECT_TRUE(co_await s.next());
+  }());
+  std::this_thread::sleep_for(corvid::test::patience(300ms));
+  const int ahead = probe().yielded - start - 20;
+  s.cancel();
+  return ahead;
+}
+
+// How many 1 MiB items a client writes ahead of a handler that took 20 and then stalled.
+int items_ahead_of_a_stalled_handler(corvid::rpc_client& client) {
+  return corvid::sync_wait([&]() -> corvid::task<int> {
+    auto up = co_await client.open_stream<upload_then_stall>(20u, 2000u);
+    if (!up) co_return -100;
+    const std::string chunk(1u << 20, 'w');
+    int n = 0;
+    const auto until = std::chrono::steady_clock::now() + corvid::test::patience(1000ms);
+    while (std::chrono::steady_clock::now() < until && n < 40) {
+      if (co_await up->write(chunk)) co_return -100;
+      ++n;
+    }
+    up->cancel();
+    co_return n - 20;
+  }());
+}
+
+// Items of 1 MiB against the default 256 KiB windows: one item would be in flight at a time,
+// each waiting a round trip for its credit. A reader that keeps up grows its window until
+// the next item's credit is on its way before the reader has taken the last one (2 MiB),
+// after which the producer runs one item further ahead; once the reader stops, the window
+// bounds how far. Both ways.
+TEST(streams, a_reader_that_keeps_up_with_large_items_grows_its_window) {
+  stream_server srv;
+  auto client = srv.connect();
+  // Two items within the window, with the second overshooting it, and the one parked at its
+  // co_yield (or in its write). With the window fixed at 256 KiB: 2.
+  EXPECT_EQ(items_ahead_of_a_stalled_reader(*client), 3);
+  EXPECT_EQ(items_ahead_of_a_stalled_handler(*client), 3);
+}
+
+// The windows stay at stream_window when max_stream_window says so.
+TEST(streams, max_stream_window_at_the_window_keeps_it_fixed) {
+  auto cfg = stream_server::config();
+  cfg.max_stream_window = cfg.stream_window;
+  stream_server srv(transport::tcp, cfg);
+  corvid::client_config ccfg;
+  ccfg.max_stream_window = ccfg.stream_window;
+  auto client = srv.connect(ccfg);
+  EXPECT_EQ(items_ahead_of_a_stalled_reader(*client), 2);
+  EXPECT_EQ(items_ahead_of_a_stalled_handler(*client), 2);
+}
+
 // A stream opened while its client is at max_pending_calls (when_busy = wait) waits in its
 // co_await until the request has room, then works: what the caller sends next (here an end
 // with no items) follows the request, and so does the larger window granted with it.

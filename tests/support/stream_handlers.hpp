@@ -63,6 +63,20 @@ inline corvid::task<std::size_t> lazy_upload(std::uint32_t ms,
   co_return total;
 }
 
+// Reads `n` items, then nothing for `ms`, then the rest: a consumer that kept up, then stalls.
+inline corvid::task<std::size_t> upload_then_stall(std::uint32_t n, std::uint32_t ms,
+                                                   corvid::stream_reader<std::string> in) {
+  std::size_t total = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    auto chunk = co_await in.next();
+    if (!chunk) co_return total;
+    total += chunk->size();
+  }
+  co_await corvid::sleep_for(std::chrono::milliseconds(ms));
+  while (auto chunk = co_await in.next()) total += chunk->size();
+  co_return total;
+}
+
 // Yields an item of `big` bytes; if that throws (over max_frame_size), one small item instead.
 inline corvid::stream<std::string> oversize_then_small(std::uint32_t big) {
   bool refused = false;
@@ -113,7 +127,7 @@ inline int twice(int x) { return 2 * x; }
 
 inline void register_all(corvid::rpc_server& server) {
   server.register_handler<count_to, upload, chat, fails_after, blobs, endless, twice, lazy_upload,
-                          oversize_then_small, watched_upload, lent_blobs>();
+                          oversize_then_small, watched_upload, lent_blobs, upload_then_stall>();
 }
 
 // Reads count_to(n) to its end.

@@ -35,12 +35,19 @@ struct client_config {
   // or a client closed, does not wait for the write that reads it).
   std::size_t zero_copy_threshold = 64 * 1024;
   // Bytes of items one stream's server may send ahead of this client's reading (its credit
-  // window), and so what the client buffers per stream at most. The server starts every
-  // stream with 256 KiB (about one bandwidth-delay product on loopback); a larger window is
-  // granted with the request. Below 256 KiB counts as 256 KiB. Raise it for items of
-  // hundreds of KiB or more: with items larger than the window, one item is in flight at a
-  // time.
+  // window), and so what the client buffers per stream. The server starts every stream with
+  // 256 KiB (about one bandwidth-delay product on loopback); a larger window is granted with
+  // the request. Below 256 KiB counts as 256 KiB.
   std::size_t stream_window = 256 * 1024;
+  // How far a stream's window grows by itself (at most this; set it to stream_window to keep
+  // the window fixed). It doubles each time the window was what held the stream back: the
+  // reader took the last item buffered while the server had no credit left, so it would wait
+  // a round trip for nothing (items of 1 MiB need a window of two of them). A reader that is
+  // behind, or a server that produces slowly, never grows it. It does not see a window below
+  // a long link's bandwidth-delay product (its grants are still on the way when it runs dry):
+  // set stream_window to that. What a stream buffers is bounded by its window:
+  // a reader that kept up and then stops may find up to this much buffered per stream.
+  std::size_t max_stream_window = 4u << 20;
   // Heartbeats (0 = off): after `heartbeat_interval` without hearing from the server the
   // client sends a ping; after `heartbeat_timeout` without hearing anything (reply, ping or
   // pong) the connection is closed as dead and its calls end with connection_closed — so a

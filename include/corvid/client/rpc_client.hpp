@@ -249,7 +249,7 @@ class rpc_client {
         std::is_same_v<
             typename detail::owning<typename detail::function_traits<decltype(F)>::out_item>::type,
             std::string>,
-        window);
+        window, std::min<std::size_t>(config_.max_stream_window, UINT32_MAX));
     s->add_ref();  // one reference for the connection, one for the caller
     s->extra_credit = static_cast<std::uint32_t>(window - protocol::initial_stream_credit);
     submit_encoded<F>(s, options, std::forward<Args>(args)...);

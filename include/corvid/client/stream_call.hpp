@@ -39,9 +39,9 @@ class stream_sender {
 class client_stream final : public call_base, public stream_inbox {
  public:
   // `bare_strings`: the reader's items are std::string (stream_inbox).
-  client_stream(std::shared_ptr<stream_sender> sender, bool bare_strings,
-                std::size_t window) noexcept
-      : stream_inbox(window, bare_strings), sender_(std::move(sender)) {}
+  client_stream(std::shared_ptr<stream_sender> sender, bool bare_strings, std::size_t window,
+                std::size_t max_window) noexcept
+      : stream_inbox(window, max_window, bare_strings), sender_(std::move(sender)) {}
 
   client_stream* as_stream() noexcept override { return this; }
 

@@ -70,6 +70,17 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   virtual bool admit_stream(std::uint64_t request_id) { return request_id != 0; }
   // The credit window a stream grants its client (server_config::stream_window).
   virtual std::size_t stream_window() const noexcept { return protocol::initial_stream_credit; }
+  // What that window may grow to while the stream's handler keeps up with its client
+  // (server_config::max_stream_window; stream_inbox says when).
+  virtual std::size_t max_stream_window() const noexcept { return stream_window(); }
+  // A stream's window grows by `bytes`: how much of that the connection allows (all the
+  // connection's streams together grow by a bounded amount). Any thread.
+  virtual std::size_t reserve_stream_growth(std::size_t bytes) noexcept {
+    static_cast<void>(bytes);
+    return 0;
+  }
+  // A stream that grew by `bytes` has ended. Reactor thread.
+  virtual void release_stream_growth(std::size_t bytes) noexcept { static_cast<void>(bytes); }
   virtual void stream_closed() noexcept {}
   // Items the connection charged as they arrived (stream_item_cost each) left a stream's
   // inbox. Reactor thread.

@@ -3,6 +3,7 @@
 // reactor (push), the consumer takes them in order from any thread (pull), and what it has
 // taken is granted back to the sender as credit. Items are kept as their encoded bodies and
 // decoded by the typed stream_reader as they are taken.
+#include <algorithm>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -17,12 +18,21 @@ namespace corvid::detail {
 
 class stream_inbox {
  public:
-  // `window`: the credit the receiver gives its sender, and so what it holds at most (the
-  // sender may overshoot by one item). `bare_strings`: the items are strings (the reader's
-  // type is std::string), kept without their length prefix so the reader takes them as they
-  // are instead of decoding (copying) each again.
-  explicit stream_inbox(std::size_t window, bool bare_strings = false) noexcept
-      : window_(window), bare_strings_(bare_strings) {}
+  // `window`: the credit the receiver gives its sender at first, and so what it holds at most
+  // (the sender may overshoot by one item). It grows, doubling up to `max_window`, each time
+  // the window was what held the stream back: the consumer took the last item buffered while
+  // the sender had no credit left, so the consumer will wait a whole round trip (the grant
+  // travelling out, the next item back) for nothing: a window smaller than about two items.
+  // (Grants still travelling count as the sender's, so a window below a long link's
+  // bandwidth-delay product goes unseen.) A consumer that is behind (items still buffered),
+  // or a sender that is slow (credit to spare), never grows it. `bare_strings`:
+  // the items are strings (the reader's type is std::string), kept without their length
+  // prefix so the reader takes them as they are instead of decoding (copying) each again.
+  stream_inbox(std::size_t window, std::size_t max_window, bool bare_strings = false) noexcept
+      : window_(window),
+        max_window_(std::max(window, max_window)),
+        unspent_(static_cast<std::int64_t>(window)),
+        bare_strings_(bare_strings) {}
   virtual ~stream_inbox() = default;
 
   // Reactor: an item's payload arrived. `over` (nothing kept) if the sender ignored its
@@ -46,6 +56,8 @@ class stream_inbox {
   pulled pull(std::string& out, std::coroutine_handle<> h);
   bool ended() const;
   bool bare_strings() const noexcept { return bare_strings_; }
+  // The credit window now (it only grows).
+  std::size_t window() const;
   // Why the stream ended (falsy: a clean end, or not ended yet).
   rpc_error error() const;
 
@@ -57,12 +69,17 @@ class stream_inbox {
   // Items of `cost` bytes in all left the inbox (taken, or dropped at the end): the server
   // releases the memory it charged for them. Called without the lock.
   virtual void on_taken(std::size_t cost) noexcept { static_cast<void>(cost); }
+  // The window would grow by `bytes`: how much of that the receiver can hold (0: it stays).
+  // Called with the inbox locked, from the consumer's thread.
+  virtual std::size_t reserve_growth(std::size_t bytes) noexcept { return bytes; }
   virtual void retain() noexcept = 0;
   virtual void release() noexcept = 0;
 
  private:
   std::size_t item_cost(const std::string& item) const noexcept;
-  const std::size_t window_;
+  std::size_t window_;
+  const std::size_t max_window_;
+  std::int64_t unspent_;  // credit the sender has left, as far as what arrived tells
   const bool bare_strings_;
   mutable std::mutex mutex_;
   std::deque<std::string> items_;

@@ -42,7 +42,9 @@ class stream_call final
 
  public:
   stream_call(reply_channel& ch, const request_view& req)
-      : held_request(ch, req), stream_inbox(ch.stream_window()) {}
+      : held_request(ch, req),
+        stream_inbox(ch.stream_window(), ch.max_stream_window()),
+        window_at_start_(ch.stream_window()) {}
 
   decoded_args_t<F> args;
 
@@ -136,6 +138,9 @@ class stream_call final
     }
     // The handler reads from another thread: the connection's memory is the reactor's.
     post_held([this, cost] { channel->release_items(cost); });
+  }
+  std::size_t reserve_growth(std::size_t bytes) noexcept override {
+    return channel->reserve_stream_growth(bytes);
   }
   void retain() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept override {
@@ -383,6 +388,8 @@ class stream_call final
     if (waiting_writable_) channel->forget_writable(this);
     request_context_access::stream(ctx) = nullptr;
     static_cast<void>(end(rpc_error(rpc_errc::cancelled, "stream call ended"), true));
+    // Ended: its window grows no more.
+    if constexpr (traits::streams_in) channel->release_stream_growth(window() - window_at_start_);
     channel->stream_closed();
     channel->call_finished(ctx);
     release();  // the call's reference
@@ -410,6 +417,7 @@ class stream_call final
     }
   }
 
+  const std::size_t window_at_start_;
   std::atomic<int> refs_{1};  // the call's own; the reader and posted work add theirs
   std::int64_t credit_ = protocol::initial_stream_credit;  // the client's grant
   void* staged_ = nullptr;                                 // the item of the parked co_yield

@@ -74,6 +74,11 @@ struct server_config {
   // Bytes of items a client may write ahead on one stream (the credit the server grants it),
   // and so what the server holds per stream at most (charged to the running calls' memory).
   std::size_t stream_window = 256 * 1024;
+  // How far that window grows by itself, while a stream's handler keeps up with its client
+  // and the window is what holds the stream back (client_config::max_stream_window says
+  // when; set it to stream_window to keep the window fixed). The items stay charged to the
+  // memory limits above, which push back on the client as before.
+  std::size_t max_stream_window = 4u << 20;
   // Bytes one connection's running calls may hold: their request copies, decoded arguments
   // and call state (coroutine frames estimated). A request that could never fit is answered
   // message_too_large; otherwise the connection waits like at the server's limit.
