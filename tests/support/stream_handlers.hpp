@@ -63,8 +63,10 @@ inline corvid::task<std::size_t> lazy_upload(std::uint32_t ms,
   co_return total;
 }
 
-// Reads `n` items, then nothing for `ms`, then the rest: a consumer that kept up, then stalls.
-inline corvid::task<std::size_t> upload_then_stall(std::uint32_t n, std::uint32_t ms,
+// Reads `n` items, then nothing for `ms` (or until cancelled), then the rest: a consumer
+// that kept up, then stalls.
+inline corvid::task<std::size_t> upload_then_stall(corvid::request_context& ctx, std::uint32_t n,
+                                                   std::uint32_t ms,
                                                    corvid::stream_reader<std::string> in) {
   std::size_t total = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -72,7 +74,7 @@ inline corvid::task<std::size_t> upload_then_stall(std::uint32_t n, std::uint32_
     if (!chunk) co_return total;
     total += chunk->size();
   }
-  co_await corvid::sleep_for(std::chrono::milliseconds(ms));
+  co_await ctx.sleep_for(std::chrono::milliseconds(ms));
   while (auto chunk = co_await in.next()) total += chunk->size();
   co_return total;
 }
