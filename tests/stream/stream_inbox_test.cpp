@@ -26,16 +26,16 @@ class simulated_stream final : public stream_inbox {
         credit(static_cast<std::int64_t>(window)),
         allowed(growth_allowed) {}
 
+  // The sender sends one item of `size` bytes, spending its credit.
+  void send_one(std::size_t size) {
+    std::coroutine_handle<> wake;
+    EXPECT_EQ(push(std::string(size, 'x'), wake), pushed::kept);
+    credit -= static_cast<std::int64_t>(corvid::protocol::stream_item_cost(size));
+  }
   // The sender sends items of `size` bytes while it has credit; returns how many it sent.
   int send_while_credit(std::size_t size) {
     int sent = 0;
-    const std::string body(size, 'x');
-    while (credit > 0) {
-      std::coroutine_handle<> wake;
-      EXPECT_EQ(push(body, wake), pushed::kept);
-      credit -= static_cast<std::int64_t>(corvid::protocol::stream_item_cost(size));
-      ++sent;
-    }
+    for (; credit > 0; ++sent) send_one(size);
     return sent;
   }
   // The consumer takes what is buffered.
@@ -45,11 +45,18 @@ class simulated_stream final : public stream_inbox {
     while (pull(item, {}) == pulled::item) ++taken;
     return taken;
   }
-
-  void grant(std::uint32_t bytes) noexcept override {
-    credit += bytes;
-    grants.push_back(bytes);
+  // `n` rounds of the sender spending its credit on items of `size` bytes, then the consumer
+  // taking them all; returns how many items each round sent.
+  std::vector<int> rounds(int n, std::size_t size) {
+    std::vector<int> sent;
+    for (int round = 0; round < n; ++round) {
+      sent.push_back(send_while_credit(size));
+      take_all();
+    }
+    return sent;
   }
+
+  void grant(std::uint32_t bytes) noexcept override { credit += bytes; }
   void abandon() noexcept override {}
   std::size_t reserve_growth(std::size_t bytes) noexcept override {
     const std::size_t take = bytes < allowed ? bytes : allowed;
@@ -61,7 +68,6 @@ class simulated_stream final : public stream_inbox {
 
   std::int64_t credit;
   std::size_t allowed;
-  std::vector<std::uint32_t> grants;
 };
 
 // Items four times the window: one is in flight at a time, and each waits for the credit
@@ -70,11 +76,7 @@ class simulated_stream final : public stream_inbox {
 // grant for the first reaches the sender while the consumer still has the second.
 TEST(stream_inbox, the_window_grows_while_a_fast_reader_waits_on_a_sender_out_of_credit) {
   simulated_stream s(256 * kib, 4096 * kib);
-  std::vector<int> per_round;
-  for (int round = 0; round < 8; ++round) {
-    per_round.push_back(s.send_while_credit(1024 * kib));
-    s.take_all();
-  }
+  const std::vector<int> per_round = s.rounds(8, 1024 * kib);
   EXPECT_EQ(s.window(), 2048 * kib);
   EXPECT_EQ(per_round.front(), 1);
   EXPECT_EQ(per_round.back(), 2) << "a grown window lets two items be in flight";
@@ -83,10 +85,7 @@ TEST(stream_inbox, the_window_grows_while_a_fast_reader_waits_on_a_sender_out_of
 // Growth stops at max_window.
 TEST(stream_inbox, the_window_grows_no_further_than_its_cap) {
   simulated_stream s(256 * kib, 4096 * kib);
-  for (int round = 0; round < 10; ++round) {
-    s.send_while_credit(8192 * kib);
-    s.take_all();
-  }
+  s.rounds(10, 8192 * kib);
   EXPECT_EQ(s.window(), 4096 * kib);
 }
 
@@ -106,11 +105,8 @@ TEST(stream_inbox, a_reader_that_is_behind_keeps_the_window) {
 // window: it stays.
 TEST(stream_inbox, a_slow_sender_keeps_the_window) {
   simulated_stream s(256 * kib, 4096 * kib);
-  const std::string body(4 * kib, 'x');
   for (int i = 0; i < 1000; ++i) {
-    std::coroutine_handle<> wake;
-    ASSERT_EQ(s.push(body, wake), stream_inbox::pushed::kept);
-    s.credit -= static_cast<std::int64_t>(corvid::protocol::stream_item_cost(body.size()));
+    s.send_one(4 * kib);
     ASSERT_EQ(s.take_all(), 1);
     ASSERT_GT(s.credit, 0);
   }
@@ -121,12 +117,8 @@ TEST(stream_inbox, a_slow_sender_keeps_the_window) {
 TEST(stream_inbox, a_max_window_at_the_window_or_a_receiver_out_of_room_stops_growth) {
   simulated_stream fixed(256 * kib, 0);
   simulated_stream limited(256 * kib, 4096 * kib, 300 * kib);
-  for (int round = 0; round < 8; ++round) {
-    fixed.send_while_credit(1024 * kib);
-    fixed.take_all();
-    limited.send_while_credit(1024 * kib);
-    limited.take_all();
-  }
+  fixed.rounds(8, 1024 * kib);
+  limited.rounds(8, 1024 * kib);
   EXPECT_EQ(fixed.window(), 256 * kib);
   EXPECT_EQ(limited.window(), 556 * kib);
 }
@@ -135,10 +127,7 @@ TEST(stream_inbox, a_max_window_at_the_window_or_a_receiver_out_of_room_stops_gr
 // it is not.
 TEST(stream_inbox, a_sender_past_the_grown_window_is_refused) {
   simulated_stream s(256 * kib, 1024 * kib);
-  for (int round = 0; round < 4; ++round) {
-    s.send_while_credit(512 * kib);
-    s.take_all();
-  }
+  s.rounds(4, 512 * kib);
   ASSERT_EQ(s.window(), 1024 * kib);
   s.send_while_credit(512 * kib);
   std::coroutine_handle<> wake;

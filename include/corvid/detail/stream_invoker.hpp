@@ -42,9 +42,7 @@ class stream_call final
 
  public:
   stream_call(reply_channel& ch, const request_view& req)
-      : held_request(ch, req),
-        stream_inbox(ch.stream_window(), ch.max_stream_window()),
-        window_at_start_(ch.stream_window()) {}
+      : held_request(ch, req), stream_inbox(ch.stream_window(), ch.max_stream_window()) {}
 
   decoded_args_t<F> args;
 
@@ -388,8 +386,10 @@ class stream_call final
     if (waiting_writable_) channel->forget_writable(this);
     request_context_access::stream(ctx) = nullptr;
     static_cast<void>(end(rpc_error(rpc_errc::cancelled, "stream call ended"), true));
-    // Ended: its window grows no more.
-    if constexpr (traits::streams_in) channel->release_stream_growth(window() - window_at_start_);
+    // Ended: its window, which started at stream_window(), grows no more.
+    if constexpr (traits::streams_in) {
+      channel->release_stream_growth(window() - channel->stream_window());
+    }
     channel->stream_closed();
     channel->call_finished(ctx);
     release();  // the call's reference
@@ -417,7 +417,6 @@ class stream_call final
     }
   }
 
-  const std::size_t window_at_start_;
   std::atomic<int> refs_{1};  // the call's own; the reader and posted work add theirs
   std::int64_t credit_ = protocol::initial_stream_credit;  // the client's grant
   void* staged_ = nullptr;                                 // the item of the parked co_yield
