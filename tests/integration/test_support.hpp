@@ -11,16 +11,14 @@
 #include <vector>
 
 #include <asio/ip/tcp.hpp>
-#include <asio/read.hpp>
-#include <asio/write.hpp>
 #include <gtest/gtest.h>
 
 #include <corvid/corvid.hpp>
 
 #include "connect.hpp"
 #include "eventually.hpp"
+#include "raw_connection.hpp"
 #include <sys/socket.h>
-#include <sys/time.h>
 
 namespace corvid_test {
 
@@ -97,59 +95,7 @@ inline std::size_t rss_bytes() {
   return resident * 4096;
 }
 
-// A blocking socket with a receive timeout, for hand-made frames.
-class raw_connection {
- public:
-  explicit raw_connection(std::uint16_t port) : socket_(io_) {
-    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
-    timeval tv{5, 0};
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  void send(std::string_view bytes) { asio::write(socket_, asio::buffer(bytes)); }
-  void shutdown_send() { socket_.shutdown(asio::ip::tcp::socket::shutdown_send); }
-
-  struct frame {
-    corvid::protocol::frame_header header;
-    std::string body;
-    std::string attachment;
-    // The error message of an error response.
-    std::string message() const {
-      std::string m;
-      corvid::codec::decode(body, m);
-      return m;
-    }
-  };
-  // The next frame, or nullopt on EOF, error or the 5 s timeout.
-  std::optional<frame> read_frame() {
-    char hdr[corvid::protocol::header_size];
-    std::error_code ec;
-    asio::read(socket_, asio::buffer(hdr), ec);
-    if (ec) return std::nullopt;
-    frame f;
-    if (corvid::protocol::decode_header(hdr, f.header, UINT32_MAX) !=
-        corvid::protocol::header_errc::ok)
-      return std::nullopt;
-    f.body.resize(f.header.body_length);
-    f.attachment.resize(f.header.attachment_length);
-    asio::read(socket_, asio::buffer(f.body), ec);
-    if (!ec) asio::read(socket_, asio::buffer(f.attachment), ec);
-    if (ec) return std::nullopt;
-    return f;
-  }
-  // True when the peer closes the connection (read returns EOF) within the timeout.
-  bool closed_by_peer() {
-    char c;
-    std::error_code ec;
-    for (;;) {
-      socket_.read_some(asio::buffer(&c, 1), ec);
-      if (ec) return ec == asio::error::eof || ec == asio::error::connection_reset;
-    }
-  }
-
- private:
-  asio::io_context io_;
-  asio::ip::tcp::socket socket_;
-};
+using corvid::test::raw_connection;
 
 // Accepts connections and never reads or writes: to a client, a server that vanished
 // without a FIN or RST (the half-open case).

@@ -26,9 +26,10 @@ corvid::transport_stats settled_server_stats(corvid::rpc_server& server, std::ui
   return s;
 }
 
-// Issues `n` pipelined add calls and returns how many came back right. They are issued from
-// the client's reactor thread (where a first reply resumes us), so the reactor cannot flush
-// between them: the batching seen below is deterministic, not a race with a second core.
+// Issues `n` pipelined add calls and returns how many came back right. They are mostly issued
+// from the client's reactor thread, where the first reply resumes us unless it arrived before
+// we suspended. From either thread, calls queued while a write is in flight share the next one,
+// so the batching asserted below does not depend on which thread issued them.
 int pipelined_adds(corvid::rpc_client& client, int n) {
   return corvid::sync_wait([&]() -> corvid::task<int> {
     if (!co_await client.call<noop>()) co_return -1;
