@@ -1,7 +1,7 @@
 #pragma once
 // Counts heap allocations made on chosen threads (the server's reactors), so the benchmark
-// can print allocations per call on the server path. Works by replacing the global
-// operator new in the corvid-bench binary (alloc_counter.cpp).
+// can print allocations per call on the server path. The corvid-bench binary replaces the
+// global operator new (tests/support/replaced_new.cpp), which asks alloc_counter.cpp.
 #include <cstdint>
 
 namespace corvid::bench {

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "process_memory.hpp"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -24,19 +24,7 @@
 namespace corvid::bench {
 namespace {
 
-std::size_t vm_rss() {
-  std::ifstream f("/proc/self/status");
-  std::string key;
-  while (f >> key) {
-    if (key == "VmRSS:") {
-      std::size_t kib = 0;
-      f >> kib;
-      return kib * 1024;
-    }
-    f.ignore(1 << 16, '\n');
-  }
-  return 0;
-}
+using corvid::test::vm_rss;
 
 void raise_fd_limit(std::size_t want) {
   rlimit r{};

@@ -1,35 +1,13 @@
-// The replaceable global allocation functions ([new.delete]), all routed through one counter.
-// In a translation unit of their own: where GCC can see operator new's body next to a delete
-// that calls free(), it reports a false new/free mismatch (-Wmismatched-new-delete).
+// The probe's side of the replaced global operator new (tests/support/replaced_new.cpp).
 #include "allocation_probe.hpp"
 
-#include <cstddef>
-#include <cstdlib>
-#include <new>
+#include "replaced_new.hpp"
 
 namespace corvid::codec::test {
 namespace {
 
 bool g_armed = false;
 probe_counts g_counts;
-
-void* counted_alloc(std::size_t size, std::size_t align, bool may_throw) {
-  if (g_armed) {
-    g_counts.bytes += size;
-    ++g_counts.count;
-    if (g_counts.bytes > probe_guard_bytes) {
-      g_counts.refused = true;
-      if (may_throw) throw std::bad_alloc();
-      return nullptr;
-    }
-  }
-  if (size == 0) size = 1;  // operator new(0) must still return a unique pointer
-  void* p = align <= alignof(std::max_align_t)
-                ? std::malloc(size)
-                : std::aligned_alloc(align, (size + align - 1) / align * align);
-  if (p == nullptr && may_throw) throw std::bad_alloc();
-  return p;
-}
 
 }  // namespace
 
@@ -45,37 +23,11 @@ probe_counts probe_disarm() noexcept {
 
 }  // namespace corvid::codec::test
 
-using corvid::codec::test::counted_alloc;
-
-void* operator new(std::size_t size) { return counted_alloc(size, 0, true); }
-void* operator new[](std::size_t size) { return counted_alloc(size, 0, true); }
-void* operator new(std::size_t size, std::align_val_t a) {
-  return counted_alloc(size, static_cast<std::size_t>(a), true);
+bool corvid::test::on_operator_new(std::size_t size) noexcept {
+  using namespace corvid::codec::test;
+  if (!g_armed) return true;
+  g_counts.bytes += size;
+  ++g_counts.count;
+  if (g_counts.bytes > probe_guard_bytes) g_counts.refused = true;
+  return !g_counts.refused;
 }
-void* operator new[](std::size_t size, std::align_val_t a) {
-  return counted_alloc(size, static_cast<std::size_t>(a), true);
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return counted_alloc(size, 0, false);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return counted_alloc(size, 0, false);
-}
-void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(size, static_cast<std::size_t>(a), false);
-}
-void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(size, static_cast<std::size_t>(a), false);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }

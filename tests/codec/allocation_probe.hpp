@@ -1,7 +1,8 @@
 #pragma once
 // The allocation probe of codec_budget_test: that binary replaces the global operator new
-// (allocation_probe.cpp) so a test can count what operator new was asked for between
-// probe_arm() and probe_disarm(), whatever container or allocator path the decoder takes.
+// (tests/support/replaced_new.cpp, which asks allocation_probe.cpp) so a test can count what
+// operator new was asked for between probe_arm() and probe_disarm(), whatever container or
+// allocator path the decoder takes.
 //
 // While armed, a region that asks for more than probe_guard_bytes in total is refused with
 // std::bad_alloc, so a decoder that ignores its budget fails the test at once instead of taking

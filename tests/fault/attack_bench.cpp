@@ -27,16 +27,6 @@ namespace {
 
 using namespace corvid_attack;
 
-template <class Config>
-bool set_frame_read_timeout(Config& cfg, std::chrono::milliseconds t) {
-  if constexpr (requires { cfg.frame_read_timeout = t; }) {
-    cfg.frame_read_timeout = t;
-    return true;
-  } else {
-    return false;
-  }
-}
-
 struct phase {
   const char* name;
   std::vector<std::function<void(attack_context&)>> attackers;

@@ -24,6 +24,7 @@
 #include <corvid/codec/codec.hpp>
 #include <corvid/protocol/frame_header.hpp>
 
+#include "process_memory.hpp"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -237,30 +238,20 @@ inline std::string u32_string_map_body(std::uint32_t n) {
   return b;
 }
 
-// This process's memory as the kernel sees it (/proc/self/status), in bytes; 0 if unreadable.
-inline std::size_t proc_status_bytes(std::string_view field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.compare(0, field.size(), field) == 0 && line.size() > field.size() &&
-        line[field.size()] == ':') {
-      return std::strtoull(line.c_str() + field.size() + 1, nullptr, 10) * 1024;
-    }
+// server_config::frame_read_timeout, where this build has it (the slowloris defence).
+template <class Config>
+bool set_frame_read_timeout(Config& cfg, std::chrono::milliseconds t) {
+  if constexpr (requires { cfg.frame_read_timeout = t; }) {
+    cfg.frame_read_timeout = t;
+    return true;
+  } else {
+    return false;
   }
-  return 0;
 }
-inline std::size_t vm_rss() { return proc_status_bytes("VmRSS"); }
-// The highest RSS since the process started or since reset_vm_hwm().
-inline std::size_t vm_hwm() { return proc_status_bytes("VmHWM"); }
-// Restarts VmHWM from the current RSS (Linux >= 4.0: "5" to /proc/self/clear_refs); false
-// where that is not allowed, and VmHWM then still holds the process's older peak.
-inline bool reset_vm_hwm() {
-  const int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, "5", 1) == 1;
-  ::close(fd);
-  return ok;
-}
+
+using corvid::test::reset_vm_hwm;
+using corvid::test::vm_hwm;
+using corvid::test::vm_rss;
 
 // Header bytes of a request for `function_id` whose body claims `body_length` bytes.
 inline std::string request_header(std::uint64_t id, std::uint32_t function_id,

@@ -14,6 +14,7 @@ namespace corvid_test {
 namespace {
 
 using corvid_attack::raw_socket;
+using corvid_attack::set_frame_read_timeout;
 constexpr std::uint32_t echo_id = corvid::protocol::function_id<echo>();
 
 // The limits below are liveness bounds, scaled by CORVID_TEST_SLOWDOWN (slowdown.hpp).
@@ -25,17 +26,6 @@ class good : public corvid_attack::good_client<echo> {
   explicit good(std::string endpoint)
       : good_client(std::move(endpoint), 64, 0ms, patience(2000ms)) {}
 };
-
-// server_config::frame_read_timeout, where this build has it (the slowloris defence).
-template <class Config>
-bool set_frame_read_timeout(Config& cfg, std::chrono::milliseconds t) {
-  if constexpr (requires { cfg.frame_read_timeout = t; }) {
-    cfg.frame_read_timeout = t;
-    return true;
-  } else {
-    return false;
-  }
-}
 
 std::size_t open_fds() {
   std::size_t n = 0;

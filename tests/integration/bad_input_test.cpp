@@ -73,7 +73,7 @@ TEST(bad_input, declared_length_over_the_limit_is_refused_before_allocating) {
   auto cfg = test_server::make_config();
   cfg.max_frame_size = 1 << 20;
   test_server srv(cfg);
-  const std::size_t rss_before = rss_bytes();
+  const std::size_t rss_before = vm_rss();
   raw_connection raw(srv.port());
   std::string frame(header_size, '\0');
   frame_header h;
@@ -84,7 +84,7 @@ TEST(bad_input, declared_length_over_the_limit_is_refused_before_allocating) {
   corvid::protocol::encode_header(h, frame.data());
   raw.send(frame);
   expect_connection_error(raw, corvid::rpc_errc::message_too_large, 77);
-  EXPECT_LT(rss_bytes(), rss_before + (64u << 20));  // nothing near 4 GiB was touched
+  EXPECT_LT(vm_rss(), rss_before + (64u << 20));  // nothing near 4 GiB was touched
   expect_server_healthy(srv);
 }
 

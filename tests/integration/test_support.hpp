@@ -2,7 +2,6 @@
 // Shared pieces of the loopback integration tests: the handlers, a started server, and a raw
 // blocking socket for speaking (broken) protocol at a server by hand.
 #include <chrono>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -17,6 +16,7 @@
 
 #include "connect.hpp"
 #include "eventually.hpp"
+#include "process_memory.hpp"
 #include "raw_connection.hpp"
 #include <sys/socket.h>
 
@@ -87,15 +87,8 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
   return corvid::test::eventually(std::move(pred), limit);
 }
 
-// Resident set size of this process, from /proc.
-inline std::size_t rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * 4096;
-}
-
 using corvid::test::raw_connection;
+using corvid::test::vm_rss;
 
 // Accepts connections and never reads or writes: to a client, a server that vanished
 // without a FIN or RST (the half-open case).

@@ -245,7 +245,7 @@ TEST(client_memory, a_pipelining_caller_is_held_at_the_byte_cap_by_a_stalled_ser
   constexpr int total = 2000;
   const std::string payload(32 * 1024, 'p');
   std::atomic<int> sent{0};
-  const std::size_t rss_before = rss_bytes();
+  const std::size_t rss_before = vm_rss();
   std::thread caller([&] {
     corvid::sync_wait([&]() -> corvid::task<void> {
       std::vector<corvid::async_reply_t<echo>> replies;
@@ -271,7 +271,7 @@ TEST(client_memory, a_pipelining_caller_is_held_at_the_byte_cap_by_a_stalled_ser
     std::this_thread::sleep_for(300ms);
     held_at = sent.load();
   }
-  const std::size_t rss_held = rss_bytes();
+  const std::size_t rss_held = vm_rss();
   std::printf(
       "stalled server: caller held after %d of %d requests (%d KiB), %llu waits, "
       "RSS +%zu KiB\n",

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,21 +37,6 @@ corvid::task<std::uint64_t> hold(std::string_view data, int ms) {
 }
 std::string_view reply_echo(std::string_view s) { return s; }
 int ping(int x) { return x; }
-
-// VmRSS of this process in bytes, from /proc/self/status.
-std::size_t vm_rss() {
-  std::ifstream f("/proc/self/status");
-  std::string key;
-  while (f >> key) {
-    if (key == "VmRSS:") {
-      std::size_t kib = 0;
-      f >> kib;
-      return kib * 1024;
-    }
-    f.ignore(1 << 16, '\n');
-  }
-  return 0;
-}
 
 class memory_server {
  public:

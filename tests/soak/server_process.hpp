@@ -13,6 +13,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "process_memory.hpp"
 #include <sys/wait.h>
 
 extern char** environ;
@@ -79,13 +80,7 @@ class server_process {
     pid_ = -1;
     return status;
   }
-  std::size_t rss_bytes() const {
-    if (pid_ <= 0) return 0;
-    std::ifstream statm("/proc/" + std::to_string(pid_) + "/statm");
-    std::size_t pages = 0, resident = 0;
-    statm >> pages >> resident;
-    return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  }
+  std::size_t rss_bytes() const { return pid_ > 0 ? corvid::test::vm_rss(pid_) : 0; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
 
  private:

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "load.hpp"
+#include "process_memory.hpp"
 #include "server_process.hpp"
 #include <sys/resource.h>
 
@@ -36,13 +37,6 @@ std::size_t server_heap(const std::string& endpoint) {
 }
 
 double mib(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-
-std::size_t own_rss() {
-  std::ifstream statm("/proc/self/statm");
-  std::size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-}
 
 struct soak_options {
   std::string node;
@@ -105,7 +99,8 @@ int run(const soak_options& so) {
   std::uint64_t lost_now = 0;
   auto report = [&](const char* label) {
     const auto t = std::chrono::duration_cast<std::chrono::seconds>(steady::now() - begin);
-    const auto s_rss = stable.rss_bytes(), r_rss = restarted.rss_bytes(), c_rss = own_rss();
+    const auto s_rss = stable.rss_bytes(), r_rss = restarted.rss_bytes(),
+               c_rss = corvid::test::vm_rss();
     stable_rss_max = std::max(stable_rss_max, s_rss);
     restarted_rss_max = std::max(restarted_rss_max, r_rss);
     client_rss_max = std::max(client_rss_max, c_rss);

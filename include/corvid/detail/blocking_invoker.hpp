@@ -124,22 +124,10 @@ void execute_blocking(blocking_job* job) noexcept {
 template <auto F>
 void invoke_blocking(void* object, reply_channel& ch, const request_view& req) {
   if (!signature_matches<F>(ch, req)) return;
-  // Charged before anything is allocated, like a coroutine call: the call waits in the queue
-  // with its request copy, decoded arguments and state.
-  const std::size_t cost = blocking_call_cost<F> + req.body.size() + req.attachment.size();
-  if (ch.call_allowance(cost) < cost) {
-    ch.reply_error(req.request_id, rpc_errc::server_busy,
-                   "server at its memory limit for running calls");
-    return;
-  }
-  ch.charge_call(cost);
-  blocking_call<F>* call = nullptr;
-  try {
-    call = new blocking_call<F>(ch, req, object);
-  } catch (const std::bad_alloc&) {
-    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
-    return;
-  }
+  // The call waits in the queue with its request copy, decoded arguments and state.
+  auto* call = make_charged_call<blocking_call<F>>(
+      ch, req, blocking_call_cost<F> + req.body.size() + req.attachment.size(), object);
+  if (call == nullptr) return;
   if (!decode_arguments<F>(ch, req, call->body, call->args)) {
     delete call;
     return;

@@ -150,6 +150,26 @@ template <auto F>
   return false;
 }
 
+// Charges a call's state and request copy (`cost`) before they are allocated, like everything
+// a peer makes the server hold, then makes the call: new Call(ch, req, a...). Null when there
+// is no memory for it; the request has then been answered server_busy.
+template <class Call, class... A>
+[[gnu::always_inline]] inline Call* make_charged_call(reply_channel& ch, const request_view& req,
+                                                      std::size_t cost, A&&... a) {
+  if (ch.call_allowance(cost) < cost) {
+    ch.reply_error(req.request_id, rpc_errc::server_busy,
+                   "server at its memory limit for running calls");
+    return nullptr;
+  }
+  ch.charge_call(cost);
+  try {
+    return new Call(ch, req, std::forward<A>(a)...);
+  } catch (const std::bad_alloc&) {
+    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
+    return nullptr;
+  }
+}
+
 // Runs a plain handler and queues its reply; false when it threw (answered handler_error).
 template <auto F>
 [[gnu::always_inline]] inline bool answer_sync(void* object, reply_channel& ch,
@@ -279,22 +299,9 @@ detached run_coroutine_call(void* object, coroutine_call<F>* call) {
 template <auto F>
 void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) {
   if (!signature_matches<F>(ch, req)) return;
-  // The call's state and its copy of the request are charged before they are allocated,
-  // like everything a peer makes the server hold.
-  const std::size_t cost = coroutine_call_cost<F> + req.body.size() + req.attachment.size();
-  if (ch.call_allowance(cost) < cost) {
-    ch.reply_error(req.request_id, rpc_errc::server_busy,
-                   "server at its memory limit for running calls");
-    return;
-  }
-  ch.charge_call(cost);
-  coroutine_call<F>* call = nullptr;
-  try {
-    call = new coroutine_call<F>(ch, req);
-  } catch (const std::bad_alloc&) {
-    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
-    return;
-  }
+  auto* call = make_charged_call<coroutine_call<F>>(
+      ch, req, coroutine_call_cost<F> + req.body.size() + req.attachment.size());
+  if (call == nullptr) return;
   if (!decode_arguments<F>(ch, req, call->body, call->args)) {
     delete call;
     return;

@@ -433,20 +433,10 @@ void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
   // The call and its request copy are charged first; the items the client writes are
   // charged by the connection as each arrives (and released as the handler takes it).
   const std::size_t window = function_traits<decltype(F)>::streams_in ? ch.stream_window() : 0;
-  const std::size_t cost = sizeof(stream_call<F>) + 1024 + req.body.size() + req.attachment.size();
-  if (ch.call_allowance(cost) < cost) {
+  auto* call = make_charged_call<stream_call<F>>(
+      ch, req, sizeof(stream_call<F>) + 1024 + req.body.size() + req.attachment.size());
+  if (call == nullptr) {
     ch.stream_closed();
-    ch.reply_error(req.request_id, rpc_errc::server_busy,
-                   "server at its memory limit for running calls");
-    return;
-  }
-  ch.charge_call(cost);
-  stream_call<F>* call = nullptr;
-  try {
-    call = new stream_call<F>(ch, req);
-  } catch (const std::bad_alloc&) {
-    ch.stream_closed();
-    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the stream");
     return;
   }
   if (!decode_arguments<F>(ch, req, call->body, call->args)) {
