@@ -7,10 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
-#include <fstream>
 #include <optional>
 #include <poll.h>
 #include <random>
