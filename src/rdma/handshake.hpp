@@ -52,7 +52,7 @@ std::string setup_frame(rpc_errc status, std::string_view body);
 // reply body goes to `reply`; on failure the error is for the client (status + message).
 // The connection is in setup until its first completion (rdma_stream::guard_setup); past
 // ibv_config::max_connections_in_setup of them, or max_connections_in_setup_per_peer from
-// `peer_key` (setup_limiter::peer_key), requests are refused with server_busy before anything is
+// `peer_key` (detail::peer_key), requests are refused with server_busy before anything is
 // taken.
 expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
     const std::shared_ptr<rdma_context>& ctx, asio::io_context& reactor, rdma_counters* counters,

@@ -12,7 +12,7 @@
 
 #include "../verbs/verbs.hpp"
 #include "chunk_pool.hpp"
-#include "setup_limiter.hpp"
+#include "../admission/shared_slots.hpp"
 
 namespace corvid::rdma {
 
@@ -34,7 +34,7 @@ class rdma_context {
       : config_(std::move(config)),
         device_(std::move(dev)),
         pool_(std::move(pool)),
-        setups_(std::make_shared<setup_limiter>(config_.max_connections_in_setup,
+        setups_(detail::shared_slots::make(config_.max_connections_in_setup,
                                                 config_.max_connections_in_setup_per_peer)) {}
 
   const ibv_config& config() const noexcept { return config_; }
@@ -45,13 +45,13 @@ class rdma_context {
   std::weak_ptr<chunk_pool> weak_pool() const noexcept { return pool_; }
   const std::string& provider() const noexcept { return device().attr().provider; }
   // Connections of this endpoint (one init_ibv) in setup, against the config's limits.
-  setup_limiter& setups() const noexcept { return *setups_; }
+  detail::shared_slots& setups() const noexcept { return *setups_; }
 
  private:
   ibv_config config_;
   std::shared_ptr<device_context> device_;  // outlives the pool's registrations
   std::shared_ptr<chunk_pool> pool_;
-  std::shared_ptr<setup_limiter> setups_;
+  std::shared_ptr<detail::shared_slots> setups_;
 };
 
 }  // namespace corvid::rdma

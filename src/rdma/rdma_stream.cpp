@@ -139,7 +139,7 @@ void rdma_stream::attach_side_channel(asio::generic::stream_protocol::socket soc
   watch_side_channel();
 }
 
-void rdma_stream::guard_setup(std::unique_ptr<setup_limiter::ticket> ticket,
+void rdma_stream::guard_setup(std::unique_ptr<detail::shared_slots::ticket> ticket,
                               std::chrono::milliseconds timeout) {
   setup_ticket_ = std::move(ticket);
   setup_timer_.emplace(reactor_);

@@ -65,7 +65,7 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   // Accepting side, after connect(): the connection is in setup, holding `ticket`, until
   // its first completion. None within `timeout` fails the stream (setup_timeout), so the
   // owner closes it and its chunks go back to the pool.
-  void guard_setup(std::unique_ptr<setup_limiter::ticket> ticket,
+  void guard_setup(std::unique_ptr<detail::shared_slots::ticket> ticket,
                    std::chrono::milliseconds timeout);
   // Connecting side, after connect(): an empty SEND, so that the accepting side sees its
   // first completion now rather than at the first call (which may be long in coming).
@@ -130,7 +130,7 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   std::optional<asio::generic::stream_protocol::socket> side_;
   std::optional<asio::steady_timer> linger_;
   std::optional<asio::steady_timer> flush_timer_;  // flushed by the peer: await the side channel
-  std::unique_ptr<setup_limiter::ticket> setup_ticket_;  // while in setup (guard_setup)
+  std::unique_ptr<detail::shared_slots::ticket> setup_ticket_;  // while in setup (guard_setup)
   std::optional<asio::steady_timer> setup_timer_;
   char side_byte_ = 0;
   bool side_was_tls_ = false;  // attach_side_channel

@@ -16,7 +16,7 @@
 #include "../admin/admin_session.hpp"
 #include "../protocol/trace_prefix.hpp"
 #include "../rdma/handshake.hpp"
-#include "../rdma/setup_limiter.hpp"
+#include "../admission/shared_slots.hpp"
 #include "../transport/tls_context.hpp"
 #include "server_core.hpp"
 #include <sys/socket.h>
@@ -938,7 +938,7 @@ void server_connection::on_rdma_setup(const protocol::frame_header& h, const cha
   std::string answer;
   std::error_code ec;
   const auto remote = stream_.socket().remote_endpoint(ec);
-  const std::string peer = ec ? std::string("unknown") : rdma::setup_limiter::peer_key(remote);
+  const std::string peer = ec ? std::string("unknown") : peer_key(remote);
   auto stream = rdma::accept_setup(core_.rdma, reactor_, &core_.stats,
                                    std::string_view(payload, h.payload_size()), peer, answer);
   if (!stream) {

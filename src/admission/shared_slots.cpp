@@ -1,4 +1,4 @@
-#include "setup_limiter.hpp"
+#include "shared_slots.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -8,16 +8,16 @@
 
 #include <netinet/in.h>
 
-namespace corvid::rdma {
+namespace corvid::detail {
 
-std::unique_ptr<setup_limiter::ticket> setup_limiter::enter() {
+std::unique_ptr<shared_slots::ticket> shared_slots::enter() {
   std::lock_guard lock(mutex_);
   if (total_ >= max_total_) return nullptr;
   ++total_;
   return std::unique_ptr<ticket>(new ticket(shared_from_this()));
 }
 
-std::string setup_limiter::peer_key(const asio::generic::stream_protocol::endpoint& remote) {
+std::string peer_key(const asio::generic::stream_protocol::endpoint& remote) {
   if (remote.protocol().family() == AF_INET) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(remote.data());
     return asio::ip::address_v4(ntohl(in->sin_addr.s_addr)).to_string();
@@ -36,12 +36,30 @@ std::string setup_limiter::peer_key(const asio::generic::stream_protocol::endpoi
   return "local";  // a Unix-domain socket: every caller is this host
 }
 
-std::size_t setup_limiter::in_setup() const {
+std::string peer_key(const asio::generic::stream_protocol::socket& socket) {
+  std::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  return ec ? std::string("unknown") : peer_key(remote);
+}
+
+std::unique_ptr<shared_slots::ticket> shared_slots::take(std::string peer) {
+  auto t = enter();
+  if (t && !t->set_peer(std::move(peer))) t.reset();
+  return t;
+}
+
+std::size_t shared_slots::in_use() const {
   std::lock_guard lock(mutex_);
   return total_;
 }
 
-bool setup_limiter::ticket::set_peer(std::string peer) {
+std::size_t shared_slots::held_by(const std::string& peer) const {
+  std::lock_guard lock(mutex_);
+  const auto it = per_peer_.find(peer);
+  return it == per_peer_.end() ? 0 : it->second;
+}
+
+bool shared_slots::ticket::set_peer(std::string peer) {
   if (has_peer_) return true;
   std::lock_guard lock(owner_->mutex_);
   std::size_t& n = owner_->per_peer_[peer];
@@ -55,7 +73,7 @@ bool setup_limiter::ticket::set_peer(std::string peer) {
   return true;
 }
 
-setup_limiter::ticket::~ticket() {
+shared_slots::ticket::~ticket() {
   std::lock_guard lock(owner_->mutex_);
   --owner_->total_;
   if (!has_peer_) return;
@@ -63,4 +81,4 @@ setup_limiter::ticket::~ticket() {
   if (it != owner_->per_peer_.end() && --it->second == 0) owner_->per_peer_.erase(it);
 }
 
-}  // namespace corvid::rdma
+}  // namespace corvid::detail
