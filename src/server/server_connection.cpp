@@ -14,9 +14,9 @@
 #include "corvid/trace/span.hpp"
 
 #include "../admin/admin_session.hpp"
+#include "../admission/shared_slots.hpp"
 #include "../protocol/trace_prefix.hpp"
 #include "../rdma/handshake.hpp"
-#include "../admission/shared_slots.hpp"
 #include "../transport/tls_context.hpp"
 #include "server_core.hpp"
 #include <sys/socket.h>
@@ -26,9 +26,6 @@ namespace {
 // Error messages (a handler's what() included) are cut to this: an error frame is charged
 // by force, so its size must be bounded.
 constexpr std::size_t max_error_message = 4096;
-// While others wait for memory, a connection pausing for calls or replies needs this much
-// call memory free before it dispatches again.
-constexpr std::size_t min_dispatch_room = connection_memory::reply_keep;
 // Reply bytes one batch may queue before it yields its reactor: the frames left in the
 // buffer go on in a post, after the events of the reactor's other connections. Without it,
 // a peer whose requests piled up while the reactor was busy (big replies, slow handlers)
@@ -49,13 +46,8 @@ server_connection::server_connection(server_core& core,
       reactor_(static_cast<asio::io_context&>(socket.get_executor().context())),
       stream_(std::move(socket)),
       peer_(std::move(peer)),
-      mem_(core.memory, peer_) {
-  // Read buffers come from the reactors' pools: connection churn does not reach malloc, and
-  // neither does a buffer growing for a big frame and shrinking back (up to 256 KiB).
-  const auto block = buffer_pool::for_this_thread().acquire(core.config.read_buffer_size);
-  frames_.read_buffer().adopt_storage(block.data, block.capacity);
-  frames_.read_buffer().draw_from_thread_pool();
-  mem_.settle_read(frames_.read_buffer().capacity());
+      adm_(core.memory, core.config, peer_),
+      mem_(adm_.memory()) {
   if (core.metrics) metrics_.attach(&core.metrics->shard(core.reactor_index(reactor_)));
   std::error_code ec;
   if (stream_.socket().local_endpoint(ec).protocol().family() == AF_UNIX) {
@@ -71,9 +63,54 @@ void server_connection::start() {
   }
   auto tls = core_.tls();
   if (tls || core_.config.http_admin) {  // the first byte tells TLS and HTTP from corvid
+    if (!enter_pre_auth(tls != nullptr)) {
+      core_.stats.on_pre_auth_refusal();
+      close();  // no place or budget: a TLS or HTTP peer could not read a corvid error
+      return;
+    }
     begin_tls(std::move(tls));
     return;
   }
+  begin_reading();
+}
+
+bool server_connection::enter_pre_auth(bool tls) {
+  pre_auth_ = core_.pre_auth->take(peer_key(stream_.socket()));
+  if (!pre_auth_ || !mem_.reserve_pre_auth(sizeof(*this), peer_)) return false;
+  const auto limit = tls ? core_.tls()->config.handshake_timeout : core_.config.frame_read_timeout;
+  if (limit.count() > 0) {
+    pre_auth_deadline_.emplace(reactor_);
+    pre_auth_deadline_->expires_after(limit);
+    pre_auth_deadline_->async_wait([self = std::static_pointer_cast<server_connection>(
+                                        shared_from_this())](const std::error_code& ec) {
+      if (ec || !self->pre_auth_) return;
+      self->pre_auth_expired_ = true;
+      std::error_code ignored;
+      self->stream_.socket().close(ignored);  // the wait or handshake ends with an error
+    });
+  }
+  return true;
+}
+
+bool server_connection::end_pre_auth(bool as_tls) {
+  pre_auth_.reset();
+  if (pre_auth_deadline_) pre_auth_deadline_->cancel();
+  return mem_.end_pre_auth(as_tls, peer_);
+}
+
+void server_connection::begin_reading() {
+  // Read buffers come from the reactors' pools: connection churn does not reach malloc, and
+  // neither does a buffer growing for a big frame and shrinking back (up to 256 KiB). It is
+  // charged before it is taken; without room the connection waits for read memory.
+  const std::size_t size = buffer_pool::class_size(core_.config.read_buffer_size);
+  if (!mem_.reserve_read(size)) {
+    wait_for_memory(true, size);
+    return;
+  }
+  const auto block = buffer_pool::for_this_thread().acquire(size);
+  frames_.read_buffer().adopt_storage(block.data, block.capacity);
+  frames_.read_buffer().draw_from_thread_pool();
+  mem_.settle_read(frames_.read_buffer().capacity());
   read_more();
 }
 
@@ -101,20 +138,18 @@ void server_connection::on_first_byte(const std::shared_ptr<const server_tls>& t
     return;
   }
   if (core_.config.http_admin && admin::looks_like_http(first)) {
+    end_pre_auth(false);  // the admin session has places and a budget of its own
     admin::serve(core_, std::move(stream_.socket()));  // GET or HEAD: the admin pages
     close();
     return;
   }
-  if (!tls) {
-    read_more();
-    return;
-  }
-  if (first == tls_handshake_record) {
+  if (tls && first == tls_handshake_record) {
     handshake(tls);
     return;
   }
-  if (tls->config.allow_plaintext) {
-    read_more();  // a plaintext client, served as before TLS was on
+  end_pre_auth(false);
+  if (!tls || tls->config.allow_plaintext) {
+    begin_reading();  // a plaintext client (served as before TLS was on)
     return;
   }
   // Said in plaintext, so a plaintext corvid client reads why it is refused.
@@ -123,21 +158,17 @@ void server_connection::on_first_byte(const std::shared_ptr<const server_tls>& t
 }
 
 void server_connection::handshake(std::shared_ptr<const server_tls> tls) {
-  if (!mem_.reserve_tls(tls_channel::memory_bytes, peer_)) {
+  // Charged to the pre-authentication budget until the handshake completes.
+  if (!mem_.reserve_pre_auth(tls_channel::memory_bytes, peer_)) {
+    core_.stats.on_pre_auth_refusal();
     close();  // no memory for another TLS session; a TLS client cannot read a plaintext error
     return;
   }
   stream_.start_tls(tls->context, true);
-  stream_.tls().set_budget(mem_.tls_tracker());
+  stream_.tls().set_budget(mem_.pre_auth_tracker());
   auto self = std::static_pointer_cast<server_connection>(shared_from_this());
-  auto deadline = std::make_shared<asio::steady_timer>(reactor_);
-  deadline->expires_after(tls->config.handshake_timeout);
-  deadline->async_wait([self](const std::error_code& ec) {
-    if (!ec) self->stream_.socket().close();  // the handshake below ends with an error
-  });
-  stream_.tls().async_handshake([self, tls = std::move(tls), deadline](const std::error_code& ec) {
-    const bool timed_out = deadline->expiry() <= std::chrono::steady_clock::now();
-    deadline->cancel();
+  stream_.tls().async_handshake([self, tls = std::move(tls)](const std::error_code& ec) {
+    const bool timed_out = self->pre_auth_expired_;
     if (self->closed_) return;
     if (ec) {
       if (tls->config.on_handshake_error) {
@@ -151,8 +182,14 @@ void server_connection::handshake(std::shared_ptr<const server_tls> tls) {
       self->close();
       return;
     }
+    // Authenticated: its session is an established one's now, charged like one.
+    if (!self->end_pre_auth(true)) {
+      self->close();
+      return;
+    }
+    self->stream_.tls().set_budget(self->mem_.tls_tracker());
     self->metrics_.connection().transport = metrics::transport_kind::tls;
-    self->read_more();
+    self->begin_reading();
   });
 }
 
@@ -192,7 +229,7 @@ std::chrono::steady_clock::time_point server_connection::next_check() const noex
     if (writing_) t = std::min(t, write_moved_ + c.write_timeout);
     t = std::min(t, now + c.write_timeout / 2);
   }
-  if (c.stream_idle_timeout.count() > 0 && open_streams_ != 0)
+  if (c.stream_idle_timeout.count() > 0 && adm_.open_streams() != 0)
     t = std::min(t, next_stream_look(now));
   // A frame may start later: look again within frame_read_timeout.
   if (c.frame_read_timeout.count() > 0) t = std::min(t, now + c.frame_read_timeout);
@@ -270,7 +307,7 @@ void server_connection::on_timer() {
     }
     last_activity_ = now;  // busy: idle counts from now
   }
-  if (c.stream_idle_timeout.count() > 0 && open_streams_ != 0) end_idle_streams(now);
+  if (c.stream_idle_timeout.count() > 0 && adm_.open_streams() != 0) end_idle_streams(now);
   if (frames_.clock.take_ping(now, c.heartbeat_interval)) {
     core_.stats.on_ping();
     queue_control(protocol::msg_type::ping, 0);
@@ -302,10 +339,7 @@ void server_connection::end_idle_streams(time_point now) {
 }
 
 void server_connection::read_more() {
-  if (closed_ || stop_reading_ || reading_ || rdma_next_ || waiting_memory_ || waiting_writes_ ||
-      waiting_calls_) {
-    return;
-  }
+  if (closed_ || stop_reading_ || reading_ || rdma_next_ || paused()) return;
   if (yielded_) {  // the rest of the buffer first, on the reactor's next turn
     if (!std::exchange(yield_posted_, true)) {
       asio::post(reactor_,
@@ -321,7 +355,8 @@ void server_connection::read_more() {
   }
   if (mem_.replies_full(queued_reply_bytes())) {
     // The client sends but does not read: read none of its requests until writes drain.
-    waiting_writes_ = true;
+    core_.stats.on_admission_pause();
+    adm_.pause(pause_reason::replies);
     watch_hangup();
     return;
   }
@@ -441,7 +476,7 @@ bool server_connection::kernel_queue_stalled(time_point now) noexcept {
 }
 
 std::chrono::milliseconds server_connection::probe_interval() const noexcept {
-  return waiting_calls_ || waiting_writes_ ? hangup_probe : hangup_probe_memory;
+  return adm_.paused_for(pause_reason::memory) ? hangup_probe_memory : hangup_probe;
 }
 
 void server_connection::watch_hangup() {
@@ -460,7 +495,8 @@ void server_connection::watch_hangup() {
 }
 
 void server_connection::wait_for_memory(bool for_read, std::size_t need) {
-  waiting_memory_ = true;
+  core_.stats.on_admission_pause();
+  adm_.pause(pause_reason::memory);
   watch_hangup();
   std::weak_ptr<server_connection> weak =
       std::static_pointer_cast<server_connection>(shared_from_this());
@@ -476,13 +512,16 @@ void server_connection::wait_for_memory(bool for_read, std::size_t need) {
 }
 
 void server_connection::resume_after_memory() {
-  if (closed_ || !waiting_memory_) return;
-  waiting_memory_ = false;
+  if (closed_ || !adm_.lift(pause_reason::memory)) return;
+  if (frames_.read_buffer().capacity() == 0) {  // waited for its first read buffer
+    begin_reading();
+    return;
+  }
   resume_dispatch();
 }
 
 void server_connection::resume_dispatch() {
-  if (closed_ || waiting_memory_ || waiting_calls_ || waiting_writes_) return;
+  if (closed_ || paused()) return;
   if (stop_reading_) {  // draining: frames still buffered are not started
     close_if_done();
     return;
@@ -637,85 +676,67 @@ void server_connection::grow_for_frame(const protocol::frame_header& h) {
 
 bool server_connection::admit_request(const protocol::frame_header& h, const char* payload,
                                       bool& ok) {
-  // Every check passes, the common case: a few compares (the index is empty, the credits
-  // cover the request and a reply).
-  if (h.request_id != 0 && running_.find(h.request_id) == nullptr && !draining_ &&
-      in_flight_ < core_.config.max_calls_per_connection &&
-      mem_.reserve_reply(min_dispatch_room, queued_reply_bytes()) && mem_.admit(h.payload_size()))
-      [[likely]] {
+  const handler_entry* entry = core_.find(h.function_id);
+  const bool blocking = entry != nullptr && entry->blocking;
+  const bool duplicate = running_.find(h.request_id) != nullptr;
+  if (adm_.admits_request(h, duplicate, blocking, queued_reply_bytes())) [[likely]] {
     served_request_ = true;
-    dispatch(h, payload);
+    dispatch(h, payload, entry);
     mem_.return_admitted();  // unless a coroutine call took the bytes
     return true;
   }
-  return hold_request(h, payload, ok);
+  return act_on(adm_.decide_request(h, duplicate, blocking, queued_reply_bytes()), h, payload,
+                entry, ok);
 }
 
-bool server_connection::hold_request(const protocol::frame_header& h, const char* payload,
-                                     bool& ok) {
-  if (h.request_id == 0) {
-    fail(0, rpc_errc::protocol_error, "request id 0 is reserved");
-    ok = false;
-    return false;
+bool server_connection::act_on(verdict v, const protocol::frame_header& h, const char* payload,
+                               const handler_entry* entry, bool& ok) {
+  switch (v.what) {
+    case verdict::kind::admit:
+      served_request_ = true;
+      dispatch(h, payload, entry);
+      mem_.return_admitted();
+      return true;
+    case verdict::kind::refuse:
+      reply_error(h.request_id, v.code, v.message);
+      return true;
+    case verdict::kind::fail:
+      fail(0, v.code, v.message);
+      ok = false;
+      return false;
+    case verdict::kind::pause:
+      break;
   }
-  if (running_.find(h.request_id) != nullptr) {
-    // Its reply could not be told from the running call's: the client is broken.
-    fail(0, rpc_errc::protocol_error,
-         "request id " + std::to_string(h.request_id) + " reused while its call is running");
-    ok = false;
-    return false;
-  }
-  if (draining_) {  // reading on only for the open streams
-    reply_error(h.request_id, rpc_errc::server_busy, "the server is stopping: no new calls");
-    return true;
-  }
-  // Limits that pause the connection: the frame stays in the buffer, nothing more is read,
-  // and the batch goes on when the limit lifts.
-  if (in_flight_ >= core_.config.max_calls_per_connection) {
-    waiting_calls_ = true;  // call_finished resumes
-    watch_hangup();
-    return false;
-  }
-  // Room for a reply, from the reply credit: refused, either this connection's queue is full
-  // or the server is, and dispatching would only produce errors.
-  const std::size_t queued = queued_reply_bytes();
-  const bool server_full = !mem_.reserve_reply(min_dispatch_room, queued);
-  if (server_full && mem_.replies_full(queued)) {
-    waiting_writes_ = true;  // on_write resumes
-    hold_replies();
-    watch_hangup();
-    return false;
-  }
-  if (server_full && !core_.config.busy_at_memory_limit) {
-    wait_for_memory(false, min_dispatch_room);
-    return false;
-  }
-  // Room for the request bytes a coroutine call copies, before it runs.
-  if (!server_full && mem_.admit(h.payload_size())) {
-    served_request_ = true;
-    dispatch(h, payload);
-    mem_.return_admitted();
-  } else if (!mem_.call_could_fit(h.payload_size())) {  // waiting would never end
-    reply_error(h.request_id, rpc_errc::message_too_large,
-                "request of " + std::to_string(h.payload_size()) +
-                    " bytes exceeds the server's memory for running calls (" +
-                    std::to_string(std::min(core_.memory.in_flight.limit(),
-                                            core_.config.max_call_bytes_per_connection)) +
-                    " bytes)");
-  } else if (core_.config.busy_at_memory_limit) {
-    reply_error(h.request_id, rpc_errc::server_busy, "server at its memory limit");
-  } else {
-    wait_for_memory(false, h.payload_size());
-    return false;
-  }
-  return true;
+  pause_for(v);
+  return false;
 }
 
-void server_connection::dispatch(const protocol::frame_header& h, const char* payload) {
+void server_connection::pause_for(const verdict& v) {
+  if (v.reason == pause_reason::memory) {
+    wait_for_memory(false, v.need);
+    return;
+  }
+  core_.stats.on_admission_pause();
+  switch (v.reason) {
+    case pause_reason::memory:
+      break;
+    case pause_reason::replies:
+      adm_.pause(v.reason);  // on_write resumes
+      hold_replies();
+      break;
+    case pause_reason::calls:
+    case pause_reason::workers:
+      adm_.pause(v.reason);  // call_finished resumes
+      break;
+  }
+  watch_hangup();
+}
+
+void server_connection::dispatch(const protocol::frame_header& h, const char* payload,
+                                 const handler_entry* entry) {
   request_view req{h.request_id, h.function_id, h.signature,
                    std::string_view(payload, h.body_length),
                    std::string_view(payload + h.body_length, h.attachment_length)};
-  const handler_entry* entry = core_.find(h.function_id);
   metrics_.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method, h.request_id,
                  h.payload_size(), read_time_);
   if ((h.flags & protocol::flag_trace) != 0) [[unlikely]] {
@@ -812,19 +833,15 @@ bool server_connection::on_stream_frame(const protocol::frame_header& h, const c
   switch (h.type) {
     case protocol::msg_type::stream_item: {
       const std::size_t cost = protocol::stream_item_cost(h.body_length);
-      if (!mem_.admit(cost)) {
-        if (!mem_.call_could_fit(cost)) {  // waiting would never end: the item is dropped
-          reply_error(h.request_id, rpc_errc::message_too_large,
-                      "stream item of " + std::to_string(cost) +
-                          " bytes exceeds the server's memory for running calls");
-          request_context_access::cancel(*ctx);
-          return true;
+      if (verdict v = adm_.admit_item(cost); !v.admitted()) [[unlikely]] {
+        if (v.what == verdict::kind::pause) {
+          pause_for(v);
+          return false;
         }
-        wait_for_memory(false, cost);
-        return false;
+        reply_error(h.request_id, v.code, v.message);  // the item is dropped
+        request_context_access::cancel(*ctx);
+        return true;
       }
-      mem_.charge_admitted(cost);
-      static_cast<void>(mem_.take_admitted());  // held by the inbox until taken: release_items
       link->on_item(std::string_view(payload, h.body_length));
       break;
     }
@@ -839,14 +856,10 @@ bool server_connection::on_stream_frame(const protocol::frame_header& h, const c
 }
 
 bool server_connection::admit_stream(std::uint64_t request_id) {
-  const std::size_t cap = core_.config.max_streams_per_connection;
-  if (cap != 0 && open_streams_ >= cap) {
-    reply_error(request_id, rpc_errc::server_busy,
-                "too many open streams on this connection (max_streams_per_connection = " +
-                    std::to_string(cap) + ")");
+  if (verdict v = adm_.open_stream(); !v.admitted()) {
+    reply_error(request_id, v.code, v.message);
     return false;
   }
-  ++open_streams_;
   // Its idle check: the regular one may be armed for later than a quarter of the limit.
   if (core_.config.stream_idle_timeout.count() > 0 && timer_) {
     const time_point look = next_stream_look(std::chrono::steady_clock::now());
@@ -1085,7 +1098,7 @@ void server_connection::write_each() {
 }
 
 void server_connection::call_started(request_context& ctx) noexcept {
-  ++in_flight_;
+  adm_.call_started();
   // The call keeps its request bytes and state.
   request_context_access::memory_charge(ctx) = mem_.take_admitted();
   request_context_access::arrived(ctx) = read_time_;  // it is being dispatched
@@ -1099,15 +1112,14 @@ void server_connection::call_started(request_context& ctx) noexcept {
 void server_connection::call_finished(request_context& ctx) noexcept {
   if (ctx.trace() != nullptr) [[unlikely]]
     span_ended(ctx);
-  --in_flight_;
+  const bool resume = adm_.call_finished(request_context_access::blocking(ctx));
   metrics_.call_finished(call_metrics(ctx.request_id()), request_context_access::arrived(ctx));
   running_.erase(&ctx);
   if (method_limit* l = request_context_access::limit(ctx)) l->release();
   mem_.call_done(std::exchange(request_context_access::memory_charge(ctx), 0));
   last_activity_ = std::chrono::steady_clock::now();
   core_.handler_finished();
-  if (waiting_calls_ && in_flight_ < core_.config.max_calls_per_connection && !closed_) {
-    waiting_calls_ = false;
+  if (resume && !closed_) {
     // Not inline: a handler that finishes synchronously would dispatch from inside dispatch.
     asio::post(reactor_, [self = std::static_pointer_cast<server_connection>(shared_from_this())] {
       self->resume_dispatch();
@@ -1181,8 +1193,8 @@ void server_connection::on_write(const std::error_code& ec, std::size_t n) {
   flush();
   settle_replies();
   wake_writable();
-  if (waiting_writes_ && !mem_.replies_full(queued_reply_bytes())) {
-    waiting_writes_ = false;
+  if (adm_.paused_for(pause_reason::replies) && !mem_.replies_full(queued_reply_bytes())) {
+    adm_.lift(pause_reason::replies);
     resume_dispatch();  // the frames left in the buffer first, then read on
     return;
   }
@@ -1235,20 +1247,21 @@ void server_connection::fail(std::uint64_t request_id, rpc_errc code, std::strin
 
 void server_connection::begin_drain() {
   draining_ = true;
+  adm_.stop_admitting();
   // Open streams still move (items, credit, the client's end): their frames are read on
   // until the last one has ended, and requests arriving meanwhile are refused. Without
   // streams, nothing more is read.
-  if (open_streams_ == 0) stop_reading_ = true;
+  if (adm_.open_streams() == 0) stop_reading_ = true;
   close_if_done();
 }
 
 void server_connection::close_if_done() {
   if (closed_) return;
-  if (draining_ && open_streams_ == 0) stop_reading_ = true;  // the last stream has ended
+  if (draining_ && adm_.open_streams() == 0) stop_reading_ = true;  // the last stream has ended
   if (!stop_reading_) return;
   // After the peer's FIN its calls are cancelled and their replies discarded: only what is
   // already queued is still written.
-  if ((in_flight_ == 0 || peer_finished_) && !writing_ && pending_.empty()) close();
+  if ((adm_.calls() == 0 || peer_finished_) && !writing_ && pending_.empty()) close();
 }
 
 void server_connection::force_close() { close(); }
@@ -1259,12 +1272,13 @@ void server_connection::close() {
   if (holding_) core_.memory.remove_holder(this);
   if (holding_replies_) core_.memory.remove_holder(&holding_replies_);
   if (timer_) timer_->cancel();
+  if (pre_auth_) end_pre_auth(false);  // its place is free the moment the peer is gone
   if (!stream_.is_rdma()) {
     // The buffer goes back to this reactor's pool: no read lands in it any more (a socket
     // read in flight completes as aborted once the socket closes below). An RDMA stream may
     // still copy into it until its own close completes, so that one stays until the end.
     const auto [data, capacity] = frames_.read_buffer().release_storage();
-    buffer_pool::for_this_thread().release({data, capacity});
+    if (capacity != 0) buffer_pool::for_this_thread().release({data, capacity});
     mem_.settle_read(0);
   }
   cancel_all_running();  // nobody will read their replies

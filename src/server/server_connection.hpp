@@ -17,6 +17,8 @@
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/trace/trace_context.hpp"
 
+#include "../admission/connection_admission.hpp"
+#include "../admission/shared_slots.hpp"
 #include "../memory/server_memory.hpp"
 #include "../metrics/call_recorder.hpp"
 #include "../transport/byte_stream.hpp"
@@ -61,7 +63,8 @@ class server_connection final : public reply_channel {
   void wait_writable(stream_link* link) override { writable_waiters_.push_back(link); }
   void release_items(std::size_t cost) noexcept override { mem_.call_done(cost); }
   bool admit_stream(std::uint64_t request_id) override;
-  void stream_closed() noexcept override { --open_streams_; }
+  void stream_closed() noexcept override { adm_.stream_closed(); }
+  bool hold_item(std::size_t bytes) noexcept override { return adm_.hold(bytes); }
   void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
   void wait_written(stream_link* link) override;
   std::size_t stream_window() const noexcept override;
@@ -82,6 +85,14 @@ class server_connection final : public reply_channel {
   // the handshake runs before the first read, off the hot path. With http_admin the same
   // peek tells an HTTP request ("GET ", "HEAD ") from a corvid client; `tls` may be null.
   void begin_tls(std::shared_ptr<const server_tls> tls);
+  // Pre-authentication (server_config::pre_auth_share): a place from the server's pool (a
+  // per-peer share) and its budget, until the first byte or the TLS handshake; false = none.
+  bool enter_pre_auth(bool tls);
+  // Its place and memory are given back (with `as_tls`, the session stays charged as an
+  // established one's; false = no room for it).
+  bool end_pre_auth(bool as_tls);
+  // Takes the read buffer (charged first; without room it waits for read memory), then reads.
+  void begin_reading();
   void on_first_byte(const std::shared_ptr<const server_tls>& tls);
   void handshake(std::shared_ptr<const server_tls> tls);
   void read_more();
@@ -108,14 +119,18 @@ class server_connection final : public reply_channel {
   // The next frame is a request: whether it may be dispatched now. False = stop the batch
   // (paused, or the frame was refused and the stream cannot continue).
   bool admit_request(const protocol::frame_header& h, const char* payload, bool& ok);
-  // admit_request when a check fails (out of the hot path): refuses, pauses or answers.
-  [[gnu::cold, gnu::noinline]] bool hold_request(const protocol::frame_header& h,
-                                                 const char* payload, bool& ok);
+  // Carries out admission's verdict on a request that did not pass the common checks:
+  // dispatches, answers the refusal, fails the connection or pauses it (false).
+  [[gnu::cold, gnu::noinline]] bool act_on(verdict v, const protocol::frame_header& h,
+                                           const char* payload, const handler_entry* entry,
+                                           bool& ok);
+  // Stops reading until admission's reason lifts (and, for memory, registers the waiter).
+  void pause_for(const verdict& v);
   // Makes room for the rest of a frame that has begun to arrive: grows the buffer with the
   // bytes received (at most about twice them), never to what the header merely claims.
   // Or waits for memory, or refuses the frame and skips its bytes as they come.
   void grow_for_frame(const protocol::frame_header& h);
-  void dispatch(const protocol::frame_header& h, const char* payload);
+  void dispatch(const protocol::frame_header& h, const char* payload, const handler_entry* entry);
   // A stream's item, end or credit frame: to its running stream call (dropped when the
   // stream has ended). An item is charged to the running calls' memory before it is
   // copied; false = no memory for it now (the batch pauses, like a request's).
@@ -185,7 +200,7 @@ class server_connection final : public reply_channel {
   // armed for the earliest limit and only re-armed when it fires: activity just moves the
   // timestamps below, so the hot path never touches the timer.
   bool has_time_limits() const noexcept;
-  bool paused() const noexcept { return waiting_memory_ || waiting_calls_ || waiting_writes_; }
+  bool paused() const noexcept { return adm_.paused(); }
   // Paused, the connection reads nothing, so it would not see its peer leave: it watches
   // the socket for an error (a reset) and its timer probes the peer (probe_interval).
   void watch_hangup();
@@ -202,9 +217,10 @@ class server_connection final : public reply_channel {
   asio::io_context& reactor_;
   byte_stream stream_;  // TCP, Unix, TLS or RDMA
   std::string peer_;
-  connection_memory mem_;   // before frames_: charged for its read buffer from the start
-  frame_stream frames_;     // read buffer, the write in flight, heartbeat clock
-  outbound_queue pending_;  // replies queued while a write is in flight
+  connection_admission adm_;  // before frames_: charged for its read buffer from the start
+  connection_memory& mem_;    // adm_'s trackers (read buffer, replies, calls)
+  frame_stream frames_;       // read buffer, the write in flight, heartbeat clock
+  outbound_queue pending_;    // replies queued while a write is in flight
   // Bytes of a refused frame still to be discarded as they arrive (a frame that could never
   // fit the memory limit: answered message_too_large, then skipped, not stored).
   std::uint64_t skip_ = 0;
@@ -225,13 +241,11 @@ class server_connection final : public reply_channel {
   std::vector<stream_link*> written_waiters_;
   std::vector<stream_link*> writing_waiters_;
   static void tell_written(std::vector<stream_link*>& links) noexcept;
-  std::size_t open_streams_ = 0;  // admit_stream() minus stream_closed()
   // What the open streams' windows grew by beyond stream_window (reserved by their readers'
   // threads, released on the reactor as they end).
   std::atomic<std::size_t> stream_growth_{0};
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
-  std::size_t in_flight_ = 0;       // coroutine handlers running (cancelled ones included)
   std::uint64_t batch_frames_ = 0;  // RPC frames taken by the batch being processed
   bool batch_requests_ = false;     // ... of which requests (activity, for idle_timeout)
   bool reply_open_ = false;
@@ -244,9 +258,6 @@ class server_connection final : public reply_channel {
   bool holding_ = false;          // registered with server_memory::add_holder
   bool reclaim_pending_ = false;  // the read in flight was cancelled to shrink its buffer
   asio::cancellation_signal read_cancel_;
-  bool waiting_memory_ = false;   // refused by a memory tracker; a release resumes us
-  bool waiting_writes_ = false;   // too many replies queued; a write completion resumes us
-  bool waiting_calls_ = false;    // max_calls_per_connection running; a call's end resumes us
   bool holding_replies_ = false;  // registered with server_memory::add_holder for replies
   bool peer_finished_ = false;    // FIN from the peer: its running calls were cancelled
   bool error_watch_ = false;      // a wait_error op is on the socket (watch_hangup)
@@ -254,6 +265,9 @@ class server_connection final : public reply_channel {
   bool stop_reading_ = false;     // drain, peer EOF or protocol error: read nothing more
   bool draining_ = false;         // stop(): reading on only while streams are open
   bool closed_ = false;
+  bool pre_auth_expired_ = false;  // the pre-authentication deadline closed the socket
+  std::unique_ptr<shared_slots::ticket> pre_auth_;  // in pre-authentication: its place
+  std::optional<asio::steady_timer> pre_auth_deadline_;
   // RDMA (init_ibv): the answered stream, which carries the bytes once the answer is written.
   std::shared_ptr<rdma::rdma_stream> rdma_next_;  // answered, switching after the write
   metrics::call_recorder metrics_;  // server_config::metrics: this connection's calls and bytes

@@ -82,6 +82,14 @@ class reply_channel : public std::enable_shared_from_this<reply_channel> {
   // A stream that grew by `bytes` has ended. Reactor thread.
   virtual void release_stream_growth(std::size_t bytes) noexcept { static_cast<void>(bytes); }
   virtual void stream_closed() noexcept {}
+  // A stream's producer parks holding an item its client has granted no credit for: the
+  // item's bytes are charged to the connection before the producer waits with it, and
+  // given back (release_items) once it is queued or dropped. False = no memory for it: the
+  // stream ends with server_busy and the item is freed at once.
+  virtual bool hold_item(std::size_t bytes) noexcept {
+    static_cast<void>(bytes);
+    return true;
+  }
   // Items the connection charged as they arrived (stream_item_cost each) left a stream's
   // inbox. Reactor thread.
   virtual void release_items(std::size_t cost) noexcept = 0;
