@@ -21,8 +21,10 @@
 #include "../admission/shared_slots.hpp"
 #include "../memory/server_memory.hpp"
 #include "../metrics/call_recorder.hpp"
+#include "../stream/stream_mux.hpp"
 #include "../transport/byte_stream.hpp"
 #include "../transport/frame_stream.hpp"
+#include "connection_liveness.hpp"
 #include "running_calls.hpp"
 
 namespace corvid::rdma {
@@ -60,18 +62,20 @@ class server_connection final : public reply_channel {
   outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) override;
   void end_item(std::size_t owned_bytes) override;
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
-  void wait_writable(stream_link* link) override { writable_waiters_.push_back(link); }
+  void wait_writable(stream_link* link) override { streams_.wait_writable(link); }
   void release_items(std::size_t cost) noexcept override { mem_.call_done(cost); }
   bool admit_stream(std::uint64_t request_id) override;
   void stream_closed() noexcept override { adm_.stream_closed(); }
   bool hold_item(std::size_t bytes) noexcept override { return adm_.hold(bytes); }
-  void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
+  void forget_writable(stream_link* link) noexcept override { streams_.forget_writable(link); }
   void wait_written(stream_link* link) override;
-  std::size_t stream_window() const noexcept override;
-  std::size_t max_stream_window() const noexcept override;
-  std::size_t reserve_stream_growth(std::size_t bytes) noexcept override;
+  std::size_t stream_window() const noexcept override { return streams_.window(); }
+  std::size_t max_stream_window() const noexcept override { return streams_.max_window(); }
+  std::size_t reserve_stream_growth(std::size_t bytes) noexcept override {
+    return streams_.reserve_growth(bytes);
+  }
   void release_stream_growth(std::size_t bytes) noexcept override {
-    stream_growth_.fetch_sub(bytes, std::memory_order_relaxed);
+    streams_.release_growth(bytes);
   }
   bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
   asio::io_context& reactor() noexcept override { return reactor_; }
@@ -177,14 +181,6 @@ class server_connection final : public reply_channel {
   void reclaim_replies();
   void hold_replies();  // registers reclaim_replies with server_memory
   void recheck_at(std::chrono::steady_clock::time_point t);  // on_timer then, not later
-  std::chrono::milliseconds stall_grace() const noexcept;
-  // The kernel's send queue holds bytes that have not moved for write_timeout (checked at
-  // each timer check, so within 1.5 x write_timeout).
-  bool kernel_queue_stalled(std::chrono::steady_clock::time_point now) noexcept;
-  bool write_stalled_for(std::chrono::steady_clock::duration d,
-                         std::chrono::steady_clock::time_point now) const noexcept {
-    return writing_ && now - write_moved_ >= d;
-  }
   void close();
   // The metrics of the call `request_id` (the one being dispatched, or a running coroutine
   // call), or null (metrics off, or no such call).
@@ -196,19 +192,12 @@ class server_connection final : public reply_channel {
   // A request with protocol::flag_trace: takes the trace context off its body. False when
   // the body is too short for one (the request is answered bad_request).
   [[gnu::cold, gnu::noinline]] bool read_trace(const protocol::frame_header& h, request_view& req);
-  // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
-  // armed for the earliest limit and only re-armed when it fires: activity just moves the
-  // timestamps below, so the hot path never touches the timer.
-  bool has_time_limits() const noexcept;
+  // The timer (only with a time limit configured): liveness says when and what it finds.
+  connection_liveness::view liveness_view() const noexcept;
   bool paused() const noexcept { return adm_.paused(); }
   // Paused, the connection reads nothing, so it would not see its peer leave: it watches
   // the socket for an error (a reset) and its timer probes the peer (probe_interval).
   void watch_hangup();
-  std::chrono::milliseconds probe_interval() const noexcept;
-  std::chrono::steady_clock::time_point next_check() const noexcept;
-  // Streams: when to look for idle ones next, and ending those idle for stream_idle_timeout.
-  std::chrono::steady_clock::time_point next_stream_look(
-      std::chrono::steady_clock::time_point now) const noexcept;
   void end_idle_streams(std::chrono::steady_clock::time_point now);
   void arm_timer();
   void on_timer();
@@ -228,22 +217,10 @@ class server_connection final : public reply_channel {
   trace_context caller_trace_;               // the request being dispatched's, while it is
   std::optional<asio::steady_timer> timer_;  // only when a time limit is configured
   using time_point = std::chrono::steady_clock::time_point;
-  time_point last_activity_{};          // last request or call end: what "idle" is measured from
-  time_point frame_started_{};          // first byte of the incomplete frame in read_buf_, or {}
-  time_point batch_end_{};              // when the last dispatched batch's handlers had run
-  time_point write_moved_{};            // the write in flight started or last moved bytes
-  std::size_t kernel_queued_ = 0;       // the socket's send queue at the last timer check
-  time_point kernel_queue_since_{};     // since when it has held that many bytes
+  connection_liveness live_;
   running_calls running_;               // coroutine calls in flight, by request id
   method_limit* call_limit_ = nullptr;  // the limit invoke_limited holds for the call starting
-  std::vector<stream_link*> writable_waiters_;  // streams parked for queue room
-  // Streams whose borrowed items are queued: in pending_, and in the write in flight.
-  std::vector<stream_link*> written_waiters_;
-  std::vector<stream_link*> writing_waiters_;
-  static void tell_written(std::vector<stream_link*>& links) noexcept;
-  // What the open streams' windows grew by beyond stream_window (reserved by their readers'
-  // threads, released on the reactor as they end).
-  std::atomic<std::size_t> stream_growth_{0};
+  stream_mux streams_;  // streams waiting for queue room or for their lent items' writes
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
   std::uint64_t batch_frames_ = 0;  // RPC frames taken by the batch being processed

@@ -87,6 +87,7 @@ class frame_stream {
 
   // ---- reading ----
   byte_buffer& read_buffer() noexcept { return read_buf_; }
+  const byte_buffer& read_buffer() const noexcept { return read_buf_; }
   read_room& room() noexcept { return room_; }
   // Room for the next read: read_room's size, at least `min_room` free.
   void prepare_read(std::size_t min_room) { read_buf_.prepare_read(room_.get(), min_room); }
