@@ -69,10 +69,9 @@ outbound_queue* server_connection::begin_reply(std::uint64_t request_id, std::si
   reply_mark_ = pending_.mark();
   reply_id_ = request_id;
   reply_open_ = true;
-  protocol::frame_header h;
-  h.type = protocol::msg_type::response;
-  h.request_id = request_id;
-  protocol::encode_header(h, pending_.extend(protocol::header_size));
+  // The header is rewritten with the lengths by end_reply.
+  protocol::encode_header(protocol::make_response(request_id),
+                          pending_.extend(protocol::header_size));
   return &pending_;
 }
 
@@ -109,11 +108,8 @@ void server_connection::end_reply(request_context* ctx) {
   using access = request_context_access;
   const bool owned = ctx != nullptr && access::attachment_owned(*ctx);
   const std::size_t attachment = ctx == nullptr ? 0 : access::attachment_size(*ctx);
-  protocol::frame_header h;
-  h.type = protocol::msg_type::response;
-  h.request_id = reply_id_;
-  h.body_length = static_cast<std::uint32_t>(body);
-  h.attachment_length = static_cast<std::uint32_t>(attachment);
+  const protocol::frame_header h = protocol::make_response(
+      reply_id_, static_cast<std::uint32_t>(body), static_cast<std::uint32_t>(attachment));
   if (owned) {
     pending_.append_owned(access::take_owned_attachment(*ctx));
   } else if (ctx != nullptr) {
@@ -138,14 +134,11 @@ void server_connection::reply_error(std::uint64_t request_id, rpc_errc code,
   // they are kept small; the dispatch loop's pause at those limits bounds how many queue up.
   message = message.substr(0, max_error_message);
   const std::size_t mark = pending_.mark();
-  protocol::frame_header h;
-  h.type = protocol::msg_type::response;
-  h.status = code;
-  h.request_id = request_id;
   pending_.extend(protocol::header_size);
   codec::encode(pending_, message);
-  h.body_length = static_cast<std::uint32_t>(pending_.mark() - mark - protocol::header_size);
-  protocol::encode_header(h, pending_.at(mark));  // after encoding: the buffer may have moved
+  const auto body = static_cast<std::uint32_t>(pending_.mark() - mark - protocol::header_size);
+  // After encoding: the buffer may have moved.
+  protocol::encode_header(protocol::make_error(request_id, code, body), pending_.at(mark));
   frame_queued();
 }
 

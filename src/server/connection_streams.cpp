@@ -51,8 +51,8 @@ bool server_connection::on_stream_frame(const protocol::frame_header& h, const c
     case protocol::msg_type::stream_end:
       link->on_writes_closed();
       break;
-    default:  // stream_credit: the grant travels in the header's last field
-      link->on_credit(h.timeout_ms);
+    default:  // stream_credit
+      link->on_credit(h.credit);
       break;
   }
   return true;
@@ -93,23 +93,16 @@ outbound_queue* server_connection::begin_item(std::uint64_t request_id, std::siz
 }
 
 void server_connection::end_item(std::size_t owned_bytes) {
-  protocol::frame_header h;
-  h.type = protocol::msg_type::stream_item;
-  h.request_id = reply_id_;
-  h.body_length = static_cast<std::uint32_t>(pending_.mark() - reply_mark_ - protocol::header_size +
-                                             owned_bytes);
-  protocol::encode_header(h, pending_.at(reply_mark_));
+  const auto body = static_cast<std::uint32_t>(pending_.mark() - reply_mark_ -
+                                               protocol::header_size + owned_bytes);
+  protocol::encode_header(protocol::make_item(reply_id_, body), pending_.at(reply_mark_));
   reply_open_ = false;
   frame_queued();
 }
 
 void server_connection::send_credit(std::uint64_t request_id, std::uint32_t bytes) {
   if (closed_) return;
-  protocol::frame_header h;
-  h.type = protocol::msg_type::stream_credit;
-  h.request_id = request_id;
-  h.timeout_ms = bytes;
-  protocol::encode_header(h, pending_.extend(protocol::header_size));
+  append_header_frame(pending_, protocol::make_credit(request_id, bytes));
   if (!dispatching_) flush();
 }
 

@@ -59,14 +59,14 @@ void server_connection::on_timer() {
     }
     if (!writing_ && pending_.empty()) {  // a write in flight is a probe of its own
       core_.stats.on_ping();
-      queue_control(protocol::msg_type::ping, 0);
+      queue_control(protocol::make_ping(0));
       flush();
     }
   }
   if (found.look_at_streams) end_idle_streams(now);
   if (found.ping) {
     core_.stats.on_ping();
-    queue_control(protocol::msg_type::ping, 0);
+    queue_control(protocol::make_ping(0));
     flush();
   }
   arm_timer();

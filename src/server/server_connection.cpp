@@ -346,19 +346,18 @@ void server_connection::on_control(const protocol::frame_header& h) {
       cancel_running(h.request_id);
       break;
     case protocol::msg_type::ping:
-      // The pong states this server's reactor count (function id field): a client pool
+      // The pong states this server's reactor count: a client pool
       // opens up to one connection per reactor. Peers that predate it ignore the field.
-      queue_control(protocol::msg_type::pong, h.request_id, core_.reactor_count());
+      queue_control(protocol::make_pong(h.request_id, core_.reactor_count()));
       break;
     default:  // pong: hearing it was the point
       break;
   }
 }
 
-void server_connection::queue_control(protocol::msg_type type, std::uint64_t id,
-                                      std::uint32_t info) {
+void server_connection::queue_control(const protocol::frame_header& h) {
   if (closed_) return;
-  append_control_frame(pending_, type, id, info);
+  append_header_frame(pending_, h);
   if (!dispatching_) flush();
 }
 

@@ -158,7 +158,7 @@ class server_connection final : public reply_channel {
   void cancel_all_running();
   // The peer sends no more (FIN) or is gone: its running calls are cancelled.
   void on_peer_finished();
-  void queue_control(protocol::msg_type type, std::uint64_t id, std::uint32_t info = 0);
+  void queue_control(const protocol::frame_header& h);  // a header-only frame (frames.hpp)
   // Sends an error frame, then closes once everything queued is written.
   void fail(std::uint64_t request_id, rpc_errc code, std::string_view message);
   void frame_queued();
