@@ -45,10 +45,15 @@ void check_one(const std::uint8_t* in, std::uint32_t max_payload) {
   check(static_cast<std::uint8_t>(h.status) == in[5]);
   check(h.signature == le(in + 6, 2));
   check(h.request_id == le(in + 8, 8));
-  check(h.function_id == le(in + 16, 4));
+  // Offsets 16 and 28 by frame kind (docs/protocol.md, "Header fields by frame kind").
+  const bool pong = h.type == msg_type::pong;
+  const bool credit = h.type == msg_type::stream_credit;
+  check((pong ? h.reactors : h.function_id) == le(in + 16, 4));
+  check((pong ? h.function_id : h.reactors) == 0);
   check(h.body_length == le(in + 20, 4));
   check(h.attachment_length == le(in + 24, 4));
-  check(h.timeout_ms == le(in + 28, 4));
+  check((credit ? h.credit : h.timeout_ms) == le(in + 28, 4));
+  check((credit ? h.timeout_ms : h.credit) == 0);
   check(h.payload_size() == le(in + 20, 4) + le(in + 24, 4));  // no 32-bit wrap
   check(h.frame_size() == header_size + h.payload_size());
   if (got == header_errc::too_large) {
@@ -67,7 +72,8 @@ void check_one(const std::uint8_t* in, std::uint32_t max_payload) {
   check(again.type == h.type && again.flags == h.flags && again.status == h.status &&
         again.signature == h.signature && again.request_id == h.request_id && again.function_id == h.function_id &&
         again.body_length == h.body_length && again.attachment_length == h.attachment_length &&
-        again.timeout_ms == h.timeout_ms);
+        again.timeout_ms == h.timeout_ms && again.credit == h.credit &&
+        again.reactors == h.reactors);
 }
 
 }  // namespace

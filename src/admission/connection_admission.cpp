@@ -14,6 +14,7 @@ connection_admission::connection_admission(server_memory& memory, const server_c
       // An eighth of the worker queue (at least one place): one connection pipelining slow
       // blocking calls pauses there, and the rest of the queue stays for everyone else.
       blocking_share_(std::max<std::size_t>(1, config.worker_queue_length / 8)),
+      blocking_bytes_share_(config.worker_queue_bytes / 8),
       busy_at_limit_(config.busy_at_memory_limit) {}
 
 verdict connection_admission::decide_request(const protocol::frame_header& h, bool duplicate_id,
@@ -29,7 +30,9 @@ verdict connection_admission::decide_request(const protocol::frame_header& h, bo
   // Limits that pause the connection: the frame stays in the buffer, nothing more is read,
   // and the batch goes on when the limit lifts.
   if (calls_ >= max_calls_) return verdict::pause(pause_reason::calls);
-  if (blocking && blocking_ >= blocking_share_) return verdict::pause(pause_reason::workers);
+  if (blocking && !worker_share_left(h.payload_size())) {
+    return verdict::pause(pause_reason::workers);
+  }
   // Room for a reply, from the reply credit: refused, either this connection's queue is full
   // or the server is, and dispatching would only produce errors.
   const bool server_full = !mem_.reserve_reply(min_dispatch_room, queued_replies);
@@ -84,12 +87,14 @@ verdict connection_admission::admit_item(std::size_t cost) {
 
 bool connection_admission::hold(std::size_t bytes) noexcept { return mem_.hold(bytes); }
 
-bool connection_admission::call_finished(bool blocking) noexcept {
+bool connection_admission::call_finished(bool blocking, std::size_t blocking_bytes) noexcept {
   --calls_;
   bool lifted = false;
   if (blocking) {
     --blocking_;
-    if (blocking_ < blocking_share_) lifted |= lift(pause_reason::workers);
+    blocking_bytes_ -= std::min(blocking_bytes, blocking_bytes_);
+    // Lifted for the next one; if it is bigger than what is left, it pauses again.
+    lifted |= lift(pause_reason::workers);
   }
   if (calls_ < max_calls_) lifted |= lift(pause_reason::calls);
   return lifted && !paused();

@@ -7,8 +7,8 @@
 //   a request (copy, arguments, state)  admits_request        max_call_bytes_per_connection,
 //                                                             the server's fair reserve
 //   a call slot                         admits_request        max_calls_per_connection
-//   a place in the worker queue         admits_request        blocking_share(), the pool's
-//                                       (blocking methods)    light reserve (worker_pool)
+//   a place in the worker queue         admits_request        an eighth of its length and
+//                                       (blocking methods)    bytes; the pool's light reserve
 //   a stream                            open_stream           max_streams_per_connection
 //   a client's stream item              admit_item            call memory, as a request
 //   a producer's pending item           hold                  call memory, as a request
@@ -44,7 +44,7 @@ class connection_admission {
   bool admits_request(const protocol::frame_header& h, bool duplicate_id, bool blocking,
                       std::size_t queued_replies) noexcept {
     return h.request_id != 0 && !duplicate_id && !draining_ && calls_ < max_calls_ &&
-           (!blocking || blocking_ < blocking_share_) &&
+           (!blocking || worker_share_left(h.payload_size())) &&
            mem_.reserve_reply(min_dispatch_room, queued_replies) && mem_.admit(h.payload_size());
   }
   [[gnu::cold]] verdict decide_request(const protocol::frame_header& h, bool duplicate_id,
@@ -68,16 +68,26 @@ class connection_admission {
 
   // ---- calls
   void call_started() noexcept { ++calls_; }
-  // A started blocking call was queued for a worker (worker_pool): it holds a place in the
-  // connection's share until it ends.
-  void blocking_queued() noexcept { ++blocking_; }
+  // A started blocking call of `bytes` (its request and arguments) was queued for a worker
+  // (worker_pool): it holds a place and its bytes in the connection's share until it ends.
+  void blocking_queued(std::size_t bytes) noexcept {
+    ++blocking_;
+    blocking_bytes_ += bytes;
+  }
   // Whether a blocking call from this connection, now, is light: it may take the worker
   // queue's reserve.
   bool blocking_light() const noexcept { return blocking_ < light_blocking; }
-  // A call ended: true when that lifts the pause it was waiting for (calls or workers).
-  bool call_finished(bool blocking) noexcept;
+  // A call ended (a blocking one with the bytes it queued): true when that lifts the pause it
+  // was waiting for (calls or workers).
+  bool call_finished(bool blocking, std::size_t blocking_bytes = 0) noexcept;
   std::size_t calls() const noexcept { return calls_; }
   std::size_t blocking_share() const noexcept { return blocking_share_; }
+  // Whether one more blocking call of about `bytes` fits the connection's share of the worker
+  // queue (its first always does: a call always fits an empty queue).
+  bool worker_share_left(std::size_t bytes) const noexcept {
+    return blocking_ == 0 ||
+           (blocking_ < blocking_share_ && blocking_bytes_ + bytes <= blocking_bytes_share_);
+  }
 
   // ---- pauses: the connection reads nothing while one holds
   void pause(pause_reason r) noexcept { paused_ |= bit(r); }
@@ -110,9 +120,11 @@ class connection_admission {
   const std::size_t max_calls_;
   const std::size_t max_streams_;
   const std::size_t blocking_share_;
+  const std::size_t blocking_bytes_share_;
   const bool busy_at_limit_;
   std::size_t calls_ = 0;     // started calls not yet finished (coroutine, blocking, stream)
   std::size_t blocking_ = 0;  // ... of which blocking, queued or running on a worker
+  std::size_t blocking_bytes_ = 0;  // ... and their bytes
   std::size_t streams_ = 0;
   std::uint8_t paused_ = 0;  // pause_reason bits
   bool draining_ = false;

@@ -41,7 +41,7 @@ bool server_connection::submit_blocking(blocking_job& job, std::uint64_t request
   request_context* ctx = running_.find(request_id);
   if (ctx != nullptr) {
     request_context_access::blocking(*ctx) = true;
-    adm_.blocking_queued();
+    adm_.blocking_queued(request_context_access::memory_charge(*ctx));
   }
   return true;
 }

@@ -157,7 +157,8 @@ void server_connection::call_started(request_context& ctx) noexcept {
 void server_connection::call_finished(request_context& ctx) noexcept {
   if (ctx.trace() != nullptr) [[unlikely]]
     span_ended(ctx);
-  const bool resume = adm_.call_finished(request_context_access::blocking(ctx));
+  const bool resume = adm_.call_finished(request_context_access::blocking(ctx),
+                                         request_context_access::memory_charge(ctx));
   metrics_.call_finished(call_metrics(ctx.request_id()), request_context_access::arrived(ctx));
   running_.erase(&ctx);
   if (method_limit* l = request_context_access::limit(ctx)) l->release();

@@ -62,7 +62,9 @@ bool server_connection::end_pre_auth(bool as_tls) {
 void server_connection::begin_reading() {
   // Read buffers come from the reactors' pools: connection churn does not reach malloc, and
   // neither does a buffer growing for a big frame and shrinking back (up to 256 KiB). It is
-  // charged before it is taken; without room the connection waits for read memory.
+  // charged before it is taken; without room the connection waits for read memory, holding
+  // none. (The connection object and the kernel's socket buffers are bounded by the number of
+  // connections: server_config::max_connections and the process's descriptor limit.)
   const std::size_t size = buffer_pool::class_size(core_.config.read_buffer_size);
   if (!mem_.reserve_read(size)) {
     wait_for_memory(true, size);

@@ -79,11 +79,15 @@ outbound_queue* server_connection::begin_item(std::uint64_t request_id, std::siz
                             std::to_string(core_.config.max_frame_size));
   }
   // Reserved like a reply. Refused, the stream waits for the queue to drain — unless nothing
-  // is queued or being written, when no drain would come: an item always fits an empty queue.
-  const bool idle = !writing_ && pending_.empty();
+  // is queued or being written, when no drain would come: then the server itself has no
+  // memory for it, and the item fails like a reply would (it is never queued uncharged).
   if (!mem_.reserve_reply(frame_bytes, queued_reply_bytes())) {
     mem_.release_credit();
-    if (!mem_.reserve_reply(frame_bytes, queued_reply_bytes()) && !idle) return nullptr;
+    if (!mem_.reserve_reply(frame_bytes, queued_reply_bytes())) {
+      if (writing_ || !pending_.empty()) return nullptr;
+      throw std::runtime_error("stream item of " + std::to_string(body) +
+                               " bytes not queued: the server is at its memory limit");
+    }
   }
   reply_mark_ = pending_.mark();
   reply_id_ = request_id;

@@ -176,6 +176,38 @@ TEST(admission_attacks, parked_stream_producers_are_charged_for_their_items) {
   EXPECT_EQ(*r, "still here");
 }
 
+// An item bigger than the memory the server has, on a connection with nothing queued: it
+// used to be queued anyway ("an item always fits an empty queue"), past the limit.
+corvid::stream<std::string> one_blob(std::uint32_t size) { co_yield std::string(size, 'z'); }
+
+TEST(admission_attacks, a_stream_item_is_never_queued_past_the_memory_limit) {
+  corvid::server_config cfg;
+  cfg.address = "127.0.0.1";
+  cfg.io_threads = 1;
+  cfg.max_memory = corvid::memory_limit::bytes(8u << 20);
+  corvid::rpc_server server(cfg);
+  server.register_handler<one_blob, echo>();
+  ASSERT_FALSE(server.async_start());
+  const std::string ep = "127.0.0.1:" + std::to_string(server.port());
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, ep)));
+  server.reset_memory_peak();
+  auto got = corvid::sync_wait([&]() -> corvid::task<std::string> {
+    auto s = co_await client.stream<one_blob>(12u << 20);
+    if (!s) co_return "open failed: " + s.error().message();
+    auto item = co_await s->next();
+    if (item) co_return "an item of " + std::to_string(item->size()) + " bytes arrived";
+    co_return s->error().message();
+  }());
+  EXPECT_NE(got.find("the server is at its memory limit"), std::string::npos) << got;
+  EXPECT_LE(server.memory().peak, std::size_t{8u << 20}) << server.memory().to_string();
+  // The connection goes on serving.
+  auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+    co_return co_await client.call_for<echo>(patience(5s), std::string("after"));
+  }());
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+}
+
 // ---- class 2: pre-authentication state (TLS handshakes) from a crowd of cheap connections
 
 const corvid::test::test_certs& certs() {

@@ -43,7 +43,7 @@ TEST_F(admission_fixture, a_connection_pauses_at_its_share_of_the_worker_queue) 
   for (std::uint64_t id = 1; id <= 2; ++id) {
     ASSERT_TRUE(admits(id, true));
     adm.call_started();
-    adm.blocking_queued();
+    adm.blocking_queued(0);
   }
   EXPECT_FALSE(admits(3, true));
   const verdict v = decide(3, true);
@@ -59,13 +59,29 @@ TEST_F(admission_fixture, a_connection_pauses_at_its_share_of_the_worker_queue) 
   EXPECT_TRUE(admits(3, true));
 }
 
+TEST_F(admission_fixture, a_connection_pauses_at_its_share_of_the_worker_queue_bytes) {
+  // worker_queue_bytes 64 MiB: a share of 8 MiB.
+  ASSERT_TRUE(adm.admits_request(request(1, 6u << 20), false, true, 0));
+  adm.memory().return_admitted();
+  adm.call_started();
+  adm.blocking_queued(6u << 20);
+  EXPECT_FALSE(adm.worker_share_left(4u << 20));
+  const verdict v = adm.decide_request(request(2, 4u << 20), false, true, 0);
+  EXPECT_EQ(v.what, verdict::kind::pause);
+  EXPECT_EQ(v.reason, pause_reason::workers);
+  EXPECT_TRUE(adm.worker_share_left(1u << 20));
+  adm.pause(v.reason);
+  EXPECT_TRUE(adm.call_finished(true, 6u << 20));
+  EXPECT_TRUE(adm.worker_share_left(4u << 20));
+}
+
 TEST_F(admission_fixture, light_connections_may_take_the_worker_reserve) {
   EXPECT_TRUE(adm.blocking_light());
   adm.call_started();
-  adm.blocking_queued();
+  adm.blocking_queued(0);
   EXPECT_TRUE(adm.blocking_light());
   adm.call_started();
-  adm.blocking_queued();
+  adm.blocking_queued(0);
   EXPECT_FALSE(adm.blocking_light());
 }
 

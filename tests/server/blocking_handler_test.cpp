@@ -192,12 +192,19 @@ TEST(BlockingHandler, QueueFullByLengthIsServerBusy) {
   auto cfg = one_worker();
   cfg.worker_queue_length = 1;
   auto s = blocking_server(cfg);
-  corvid::rpc_client c;
+  // Three connections: one connection's share of a queue of one is one call (a second would
+  // wait in its socket, not be refused), so the queue fills with others' calls.
+  corvid::rpc_client c, d, e;
   connect(c, *s);
+  connect(d, *s);
+  connect(e, *s);
   auto running = send<held>(c);
   ASSERT_TRUE(eventually([] { return started == 1; }));
-  auto queued = send<held>(c);  // the queue's one place
-  auto refused = call<held>(c);
+  auto queued = send<held>(d);  // the queue's one place
+  ASSERT_TRUE(eventually([&] { return s->metrics_text().find(
+                                          "\ncorvid_server_worker_queue_depth 1") !=
+                                      std::string::npos; }));
+  auto refused = call<held>(e);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), corvid::rpc_errc::server_busy);
   EXPECT_NE(refused.error().message().find("worker queue is full"), std::string::npos)
@@ -213,12 +220,19 @@ TEST(BlockingHandler, QueueFullByBytesIsServerBusy) {
   auto cfg = one_worker();
   cfg.worker_queue_bytes = 4096;
   auto s = blocking_server(cfg);
-  corvid::rpc_client c;
+  // One connection each: one connection's share of the bytes is an eighth (a second call of
+  // its own past that would wait in its socket, not be refused).
+  corvid::rpc_client c, d, e;
   connect(c, *s);
+  connect(d, *s);
+  connect(e, *s);
   auto running = send<held>(c);
   ASSERT_TRUE(eventually([] { return started == 1; }));
-  auto big = send<sized>(c, std::string(8000, 'x'));  // fits the empty queue
-  auto refused = call<sized>(c, std::string("small"));
+  auto big = send<sized>(d, std::string(8000, 'x'));  // fits the empty queue
+  ASSERT_TRUE(eventually([&] { return s->metrics_text().find(
+                                          "\ncorvid_server_worker_queue_depth 1") !=
+                                      std::string::npos; }));
+  auto refused = call<sized>(e, std::string("small"));
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), corvid::rpc_errc::server_busy);
   EXPECT_NE(refused.error().message().find("worker_queue_bytes = 4096"), std::string::npos)

@@ -285,6 +285,7 @@ class stream_call final
     if constexpr (traits::streams_out) {
       T& item = *static_cast<T*>(staged_);
       const std::size_t payload = codec::encoded_size(item);
+      release_held();  // its charge moves to the reply queue's (held again if it must wait)
       outbound_queue* out =
           channel->begin_item(request_id, protocol::header_size + payload);  // may throw
       if (out == nullptr) {

@@ -20,7 +20,8 @@ class stream_port {
   // An item frame of stream `request_id`, like begin_reply/end_reply: encode the item into
   // the returned queue, then end_item(). Null when the connection's queue has no room for it
   // now: wait_writable() then tells the stream when it has. Throws std::length_error for an
-  // item larger than max_frame_size.
+  // item larger than max_frame_size, and std::runtime_error when nothing is queued and the
+  // server has no memory for it (no write would ever make room).
   virtual outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) = 0;
   // `owned_bytes`: what the item appended as owned or borrowed segments (append_owned,
   // append_borrowed), which the queue's mark does not count.
