@@ -2,6 +2,7 @@
 // type, every server-side error, deadlines, cancellation, trace context, attachments and the
 // three kinds of stream.
 //   python_peer_server [--tls] [--mtls] [--unix PATH] [--max-frame N] [--max-streams N]
+//   python_peer_server --schema     prints describe_schema of its handlers (for corvid-stubgen)
 // Serves on 127.0.0.1 (or PATH) and prints "port N" (with --tls/--mtls first
 // "certs CA CLIENT_CERT CLIENT_KEY", files that live as long as the process), then serves
 // until killed.
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include <corvid/corvid.hpp>
+#include <corvid/schema/describe_schema.hpp>
 
 #include "test_certs.hpp"
 
@@ -73,6 +75,12 @@ inline std::string describe_variant(std::variant<std::monostate, std::int32_t, s
   return "string " + std::get<2>(v);
 }
 inline std::string utf8_len(std::string s) { return std::to_string(s.size()); }
+// A reply far larger than its request (for the client's max_frame_size).
+inline std::string repeat(std::string s, std::uint32_t n) {
+  std::string out;
+  for (std::uint32_t i = 0; i < n; ++i) out += s;
+  return out;
+}
 
 enum class color : std::uint8_t { red = 1, green = 2 };  // open: any u8 decodes
 inline color echo_color(color c) { return c; }
@@ -260,12 +268,23 @@ void register_all(corvid::rpc_server& s) {
                      echo_i64, echo_u64, echo_f32, echo_f64, echo, echo_blob, echo_list,
                      echo_strings, echo_bools, echo_map, echo_set, echo_opt, echo_tuple,
                      echo_variant, echo_array>();
-  s.register_handler<add, sum_list, describe_variant, utf8_len, echo_color, echo_shape,
+  s.register_handler<add, sum_list, describe_variant, utf8_len, repeat, echo_color, echo_shape,
                      shape_code, raw_shape, shift, scale3, geo::echo_everything,
                      geo::make_sample, geo::check_sample, user_age, get_user, ns::twice, divide,
                      attach, nap, naps_running, naps_cancelled, deadline_ms, trace_of>();
   s.register_handler<count_to, upload, chat, fails_after, blobs, endless, endless_yields,
                      endless_ends>();
+}
+
+std::string schema() {
+  return corvid::describe_schema<
+      echo_bool, echo_i8, echo_u8, echo_i16, echo_u16, echo_i32, echo_u32, echo_i64, echo_u64,
+      echo_f32, echo_f64, echo, echo_blob, echo_list, echo_strings, echo_bools, echo_map,
+      echo_set, echo_opt, echo_tuple, echo_variant, echo_array, add, sum_list, describe_variant,
+      utf8_len, repeat, echo_color, echo_shape, shape_code, raw_shape, shift, scale3,
+      geo::echo_everything, geo::make_sample, geo::check_sample, user_age, get_user, ns::twice,
+      divide, attach, nap, naps_running, naps_cancelled, deadline_ms, trace_of, count_to, upload,
+      chat, fails_after, blobs, endless, endless_yields, endless_ends>();
 }
 
 }  // namespace
@@ -278,6 +297,10 @@ int main(int argc, char** argv) {
   bool mtls = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
+    if (a == "--schema") {
+      std::fputs(schema().c_str(), stdout);
+      return 0;
+    }
     if (a == "--tls") {
       tls = true;
     } else if (a == "--mtls") {
