@@ -8,6 +8,7 @@ import collections
 import functools
 import math
 import ssl as ssl_module
+import typing
 from typing import Any, AsyncIterator, Generic, TypeVar
 
 from . import _frame as fr
@@ -191,8 +192,8 @@ class _Connection(asyncio.Protocol):
 
     # --- asyncio.Protocol ---
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # (uvloop's transports do not derive from asyncio.Transport, but have its methods.)
+        self.transport = typing.cast(asyncio.Transport, transport)
         self.last_heard = self.loop.time()
         if self.client.heartbeat_interval:
             self._schedule_heartbeat()

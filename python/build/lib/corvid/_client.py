@@ -638,7 +638,8 @@ class Client:
     ) -> R:
         """Calls f(*args) and returns its result; raises RpcError. `timeout` (seconds) is the
         call's deadline, also sent to the server; cancelling the awaiting task sends a cancel."""
-        return await self._send(f, args, timeout, attachment, trace, False)
+        result: R = await self._send(f, args, timeout, attachment, trace, False)
+        return result
 
     async def call_reply(
         self,

@@ -69,8 +69,17 @@ class _Parser:
             raise self.fail(f"expected {token!r}")
 
     def name(self, stop: str) -> str:
+        """A qualified name: up to a character of `stop`, where a ':' only stops it when it
+        is not part of a '::'."""
         j = self.i
-        while self.i < len(self.s) and self.s[self.i] not in stop:
+        s = self.s
+        while self.i < len(s):
+            c = s[self.i]
+            if c == ":" and s.startswith("::", self.i):
+                self.i += 2
+                continue
+            if c in stop:
+                break
             self.i += 1
         if j == self.i:
             raise self.fail("expected a name")
@@ -96,7 +105,7 @@ class _Parser:
         if self.eat("stream "):
             return f"corvid.Stream[{self.type()}]"
         if self.eat("struct "):
-            return py_name(self.name(",|)}>]:;"))
+            return py_name(self.name(",|)}>]:;{"))
         if self.eat("frozen "):
             n = self.name("{")
             self.expect("{")
