@@ -3,11 +3,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <pthread.h>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <pthread.h>
 
 #include <corvid/corvid.hpp>
 

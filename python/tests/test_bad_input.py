@@ -12,7 +12,7 @@ import pytest
 import corvid
 from corvid import ErrorCode, i32
 from corvid._frame import RESPONSE, header
-from conftest import Server, run
+from conftest import SLOWDOWN, Server, run
 import peer
 
 
@@ -176,7 +176,7 @@ def test_heartbeat_closes_a_silent_connection() -> None:
 def test_heartbeat_keeps_a_live_connection(server: Server) -> None:
     async def main() -> None:
         async with await corvid.connect(
-            server.endpoint, heartbeat_interval=0.05, heartbeat_timeout=0.5
+            server.endpoint, heartbeat_interval=0.05, heartbeat_timeout=0.5 * SLOWDOWN
         ) as c:
             # An idle second and more: the server's pongs keep us open.
             while c.pings_sent < 5:

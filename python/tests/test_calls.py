@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import corvid
-from conftest import Server, eventually, run
+from conftest import SLOWDOWN, Server, eventually, run
 import peer
 
 CASES: list[tuple[Any, Any]] = [
@@ -149,7 +149,7 @@ def test_pipelined_calls_match_their_replies(server: Server) -> None:
             pending = [c.send_request(peer.add, i, i) for i in range(10_000)]
             assert await asyncio.gather(*pending) == [2 * i for i in range(10_000)]
             # Replies out of order: a slow call does not hold back later ones.
-            slow = c.send_request(peer.nap, 300)
+            slow = c.send_request(peer.nap, int(300 * SLOWDOWN))
             fast = c.send_request(peer.echo, "fast")
             done, _ = await asyncio.wait([slow, fast], return_when=asyncio.FIRST_COMPLETED)
             assert done == {fast}

@@ -106,6 +106,23 @@ def test_bidirectional_stream(server: Server) -> None:
     run(main())
 
 
+def test_cancelled_stream(server: Server) -> None:
+    async def main() -> None:
+        async with await corvid.connect(server.endpoint) as c:
+            up = c.open_stream(peer.upload)
+            await up.write("x")
+            up.cancel()
+            with pytest.raises(corvid.RpcError) as e:
+                await up.write("y")
+            assert e.value.code == ErrorCode.CANCELLED
+            with pytest.raises(corvid.RpcError) as e:
+                await up.result()
+            assert e.value.code == ErrorCode.CANCELLED
+            assert await c.call(peer.echo, "open") == "open"
+
+    run(main())
+
+
 def test_stream_deadline_and_busy(fresh_server: Any) -> None:
     srv = fresh_server("--max-streams", "2")
 

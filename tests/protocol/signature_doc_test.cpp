@@ -37,14 +37,10 @@ struct point3f {
 enum class shape : std::uint8_t { circle, square };
 enum class color { red, green };
 inline point move(point p, int) { return p; }
-inline std::optional<std::vector<std::uint8_t>> kinds(std::map<std::string, std::int64_t>,
-                                                      std::set<std::uint16_t>,
-                                                      std::variant<std::monostate, std::int32_t,
-                                                                   std::string>,
-                                                      std::pair<std::uint8_t, bool>,
-                                                      std::array<std::int8_t, 3>,
-                                                      std::vector<bool>, double, float,
-                                                      std::uint64_t) {
+inline std::optional<std::vector<std::uint8_t>> kinds(
+    std::map<std::string, std::int64_t>, std::set<std::uint16_t>,
+    std::variant<std::monostate, std::int32_t, std::string>, std::pair<std::uint8_t, bool>,
+    std::array<std::int8_t, 3>, std::vector<bool>, double, float, std::uint64_t) {
   return {};
 }
 inline color paint(point3f, shape) { return color::red; }

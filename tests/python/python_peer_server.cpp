@@ -264,14 +264,14 @@ inline std::int32_t endless_ends() { return endless_destroyed.load(); }
 namespace {
 
 void register_all(corvid::rpc_server& s) {
-  s.register_handler<echo_bool, echo_i8, echo_u8, echo_i16, echo_u16, echo_i32, echo_u32,
-                     echo_i64, echo_u64, echo_f32, echo_f64, echo, echo_blob, echo_list,
-                     echo_strings, echo_bools, echo_map, echo_set, echo_opt, echo_tuple,
-                     echo_variant, echo_array>();
+  s.register_handler<echo_bool, echo_i8, echo_u8, echo_i16, echo_u16, echo_i32, echo_u32, echo_i64,
+                     echo_u64, echo_f32, echo_f64, echo, echo_blob, echo_list, echo_strings,
+                     echo_bools, echo_map, echo_set, echo_opt, echo_tuple, echo_variant,
+                     echo_array>();
   s.register_handler<add, sum_list, describe_variant, utf8_len, repeat, echo_color, echo_shape,
-                     shape_code, raw_shape, shift, scale3, geo::echo_everything,
-                     geo::make_sample, geo::check_sample, user_age, get_user, ns::twice, divide,
-                     attach, nap, naps_running, naps_cancelled, deadline_ms, trace_of>();
+                     shape_code, raw_shape, shift, scale3, geo::echo_everything, geo::make_sample,
+                     geo::check_sample, user_age, get_user, ns::twice, divide, attach, nap,
+                     naps_running, naps_cancelled, deadline_ms, trace_of>();
   s.register_handler<count_to, upload, chat, fails_after, blobs, endless, endless_yields,
                      endless_ends>();
 }
@@ -279,12 +279,12 @@ void register_all(corvid::rpc_server& s) {
 std::string schema() {
   return corvid::describe_schema<
       echo_bool, echo_i8, echo_u8, echo_i16, echo_u16, echo_i32, echo_u32, echo_i64, echo_u64,
-      echo_f32, echo_f64, echo, echo_blob, echo_list, echo_strings, echo_bools, echo_map,
-      echo_set, echo_opt, echo_tuple, echo_variant, echo_array, add, sum_list, describe_variant,
-      utf8_len, repeat, echo_color, echo_shape, shape_code, raw_shape, shift, scale3,
-      geo::echo_everything, geo::make_sample, geo::check_sample, user_age, get_user, ns::twice,
-      divide, attach, nap, naps_running, naps_cancelled, deadline_ms, trace_of, count_to, upload,
-      chat, fails_after, blobs, endless, endless_yields, endless_ends>();
+      echo_f32, echo_f64, echo, echo_blob, echo_list, echo_strings, echo_bools, echo_map, echo_set,
+      echo_opt, echo_tuple, echo_variant, echo_array, add, sum_list, describe_variant, utf8_len,
+      repeat, echo_color, echo_shape, shape_code, raw_shape, shift, scale3, geo::echo_everything,
+      geo::make_sample, geo::check_sample, user_age, get_user, ns::twice, divide, attach, nap,
+      naps_running, naps_cancelled, deadline_ms, trace_of, count_to, upload, chat, fails_after,
+      blobs, endless, endless_yields, endless_ends>();
 }
 
 }  // namespace

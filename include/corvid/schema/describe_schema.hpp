@@ -66,7 +66,7 @@ void collect_structs(schema_structs& out) {
   } else if constexpr (reader_of<T>::value) {
     collect_structs<std::remove_cvref_t<typename reader_of<T>::item>>(out);
   } else if constexpr (k == kind::span || k == kind::vector || k == kind::array || k == kind::set ||
-                k == kind::optional) {
+                       k == kind::optional) {
     collect_structs<typename T::value_type>(out);
   } else if constexpr (k == kind::map) {
     collect_each<typename T::key_type, typename T::mapped_type>(out);
