@@ -185,3 +185,52 @@ def test_heartbeat_keeps_a_live_connection(server: Server) -> None:
             assert await c.call(peer.echo, "alive") == "alive"
 
     run(main())
+
+
+@corvid.remote
+def items(n: i32) -> corvid.Stream[str]: ...
+
+
+def test_stream_items_past_the_credit_end_the_stream() -> None:
+    # The server starts with 256 KiB of credit; one that sends 8 items of 64 KiB while we read
+    # one breaks flow control: the stream ends with PROTOCOL_ERROR and a cancel is sent. (The
+    # ping behind the items: its pong proves the client has processed them all.)
+    async def main() -> None:
+        processed = asyncio.Event()
+        cancelled = False
+
+        async def serve(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            nonlocal cancelled
+            head = await r.readexactly(32)
+            await r.readexactly(int.from_bytes(head[20:24], "little"))
+            rid = int.from_bytes(head[8:16], "little")
+            body = corvid.encode(str, "i" * 65536)
+            for _ in range(8):
+                w.write(header(7, rid, body_len=len(body)) + body)
+            w.write(header(4, 77))
+            while True:
+                frame = await r.readexactly(32)
+                if frame[3] == 3 and int.from_bytes(frame[8:16], "little") == rid:
+                    cancelled = True
+                if frame[3] == 5 and int.from_bytes(frame[8:16], "little") == 77:
+                    processed.set()
+                    await r.read()
+                    return
+
+        srv = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = srv.sockets[0].getsockname()[1]
+        async with await corvid.connect(f"127.0.0.1:{port}") as c:
+            s = c.stream(items, 8)
+            got = [await s.__anext__()]
+            await processed.wait()
+            assert cancelled
+            with pytest.raises(corvid.RpcError) as e:
+                async for x in s:
+                    got.append(x)
+            assert e.value.code == ErrorCode.PROTOCOL_ERROR
+            assert "credit" in e.value.message
+            assert len(got) < 8
+            assert not c.closed  # only that stream ended
+        srv.close()
+
+    run(main())
