@@ -189,6 +189,7 @@ class _Connection(asyncio.Protocol):
         self.ping_outstanding = False
         self.heartbeat: asyncio.TimerHandle | None = None
         self.max_frame = client.max_frame_size
+        self.pong_waiter: asyncio.Future[int] | None = None  # ask_server_reactors
 
     # --- asyncio.Protocol ---
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -250,6 +251,10 @@ class _Connection(asyncio.Protocol):
                         w.set_result(None)
             elif typ == fr.PING:
                 self.send_control(fr.PONG, rid)
+            elif typ == fr.PONG:
+                pw = self.pong_waiter
+                if pw is not None and not pw.done():
+                    pw.set_result(fid)  # a corvid server's reactor count; 0: not stated
             elif typ in (fr.REQUEST, fr.RDMA_SETUP):
                 return self.fatal(f"unexpected frame type {typ} from the server")
             # pong, cancel, stream_end: nothing to do (hearing them proves the peer alive)
@@ -495,6 +500,7 @@ class Client:
         self.max_in_flight = max_in_flight
         self.send_cancel = send_cancel
         self.pings_sent = 0
+        self.server_reactors: int | None = None  # with connect(..., ask_server_reactors=True)
         self._conn: _Connection | None = None
         self._next_id = 0x0000000100000000  # as the C++ client's first ids (protocol.md)
 
@@ -737,11 +743,14 @@ async def connect(
     ssl: ssl_module.SSLContext | None = None,
     server_hostname: str | None = None,
     connect_timeout: float | None = 10.0,
+    ask_server_reactors: bool = False,
     **config: Any,
 ) -> Client:
     """Connects to a corvid server: "host:port", "[::1]:port" or "unix:/path"; `ssl` for
     TLS (a client certificate loaded into the context gives mutual TLS). `config`: the
-    Client's options (request_timeout, max_frame_size, heartbeat_interval, ...)."""
+    Client's options (request_timeout, max_frame_size, heartbeat_interval, ...).
+    `ask_server_reactors`: ping before the first request and read the server's reactor count
+    from its pong (docs/protocol.md, "Reactor count") into `client.server_reactors`."""
     kind, host, port = parse_endpoint(endpoint)
     client = Client(**config)
     loop = asyncio.get_running_loop()
@@ -762,4 +771,16 @@ async def connect(
     except (OSError, asyncio.TimeoutError, ssl_module.SSLError) as e:
         raise RpcError(ErrorCode.CONNECT_FAILED, f"cannot connect to {endpoint}: {e}") from None
     client._conn = conn
+    if ask_server_reactors:
+        conn.pong_waiter = loop.create_future()
+        conn.send_control(fr.PING, 0)
+        try:
+            client.server_reactors = await asyncio.wait_for(
+                asyncio.shield(conn.pong_waiter), connect_timeout
+            )
+        except asyncio.TimeoutError:
+            await client.close()
+            raise RpcError(ErrorCode.CONNECT_FAILED, f"{endpoint}: no pong") from None
+        finally:
+            conn.pong_waiter = None
     return client

@@ -212,3 +212,14 @@ def test_unix_socket(fresh_server: Any, tmp_path: Any) -> None:
             assert await c.call(peer.echo, "over unix") == "over unix"
 
     run(main())
+
+
+def test_server_reactor_count(server: Server) -> None:
+    async def main() -> None:
+        async with await corvid.connect(server.endpoint, ask_server_reactors=True) as c:
+            assert c.server_reactors == 1  # python_peer_server's io_threads
+            assert await c.call(peer.echo, "after the ping") == "after the ping"
+        async with await corvid.connect(server.endpoint) as c:
+            assert c.server_reactors is None
+
+    run(main())
