@@ -99,7 +99,7 @@ async def bench_grpc(target: str, calls: int, payload: bytes, window: int, stubs
 
 def start(cmd: list[str], port: int) -> subprocess.Popen[bytes]:
     """Starts a server and waits until its port accepts connections."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and p.poll() is None:
         try:
