@@ -61,8 +61,12 @@ template <class T>
 void collect_structs(schema_structs& out) {
   using codec::detail::kind;
   constexpr kind k = codec::detail::kind_v<T>;
-  if constexpr (k == kind::span || k == kind::vector || k == kind::array || k == kind::set ||
-                k == kind::optional) {
+  if constexpr (stream_of<T>::value) {
+    collect_structs<std::remove_cvref_t<typename stream_of<T>::item>>(out);
+  } else if constexpr (reader_of<T>::value) {
+    collect_structs<std::remove_cvref_t<typename reader_of<T>::item>>(out);
+  } else if constexpr (k == kind::span || k == kind::vector || k == kind::array || k == kind::set ||
+                       k == kind::optional) {
     collect_structs<typename T::value_type>(out);
   } else if constexpr (k == kind::map) {
     collect_each<typename T::key_type, typename T::mapped_type>(out);
@@ -107,7 +111,9 @@ inline std::string json_list(const std::vector<std::string>& items) {
 
 template <auto F>
 std::string describe_function(schema_structs& structs) {
-  using params = wire_params_t<F>;
+  // The fingerprint's parameters: a trailing stream_reader<U> is listed as "stream U" (a
+  // client needs it to call the function; the request body does not carry it).
+  using params = schema_params_t<F>;
   using result = typename function_traits<decltype(F)>::result_type;
   std::vector<std::string> list;
   [&]<class... P>(std::tuple<P...>*) {

@@ -1,0 +1,72 @@
+"""corvid: an asyncio client for corvid RPC servers (docs/protocol.md, docs/codec.md).
+
+    @corvid.remote
+    def add(a: corvid.i32, b: corvid.i32) -> corvid.i32: ...
+
+    async with await corvid.connect("127.0.0.1:9000") as client:
+        assert await client.call(add, 1, 2) == 3
+"""
+
+from ._client import Client, Reply, StreamCall, connect, parse_endpoint
+from ._codec import Codec, DecodeError, canonical, codec_for, decode, encode
+from ._errors import ErrorCode, RpcError
+from ._frame import fingerprint, fnv1a32
+from ._remote import Remote, remote
+from ._trace import TraceContext, current_trace, trace_scope
+from ._types import (
+    Alt,
+    Fixed,
+    Monostate,
+    Stream,
+    enum_type,
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    struct,
+    u8,
+    u16,
+    u32,
+    u64,
+)
+
+__all__ = [
+    "Alt",
+    "Client",
+    "Codec",
+    "DecodeError",
+    "ErrorCode",
+    "Fixed",
+    "Monostate",
+    "Remote",
+    "Reply",
+    "RpcError",
+    "Stream",
+    "StreamCall",
+    "TraceContext",
+    "canonical",
+    "codec_for",
+    "connect",
+    "current_trace",
+    "decode",
+    "encode",
+    "enum_type",
+    "f32",
+    "f64",
+    "fingerprint",
+    "fnv1a32",
+    "i16",
+    "i32",
+    "i64",
+    "i8",
+    "parse_endpoint",
+    "remote",
+    "struct",
+    "trace_scope",
+    "u16",
+    "u32",
+    "u64",
+    "u8",
+]
