@@ -30,7 +30,7 @@ struct options {
   bool echo = false;
   double duration = 3.0;  // seconds per cell
   double warmup = 0.5;
-  int threads = 1;      // io threads per side
+  int threads = 1;  // io threads per side
   // `server`: io threads and adaptive polling from server_config's defaults (usable_cpus():
   // affinity and cgroup CPU quota), each unless given by --threads / --adaptive-poll.
   bool library_defaults = false;

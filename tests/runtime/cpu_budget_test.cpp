@@ -175,7 +175,7 @@ TEST(CpuBudget, RealCgroupV1QuotaSizesTheServer) {
   cfg.address = "127.0.0.1";
   rpc_server server(cfg);
   server.register_handler<answer>();
-  ASSERT_FALSE(server.start());
+  ASSERT_FALSE(server.async_start());
   rpc_client client;
   ASSERT_FALSE(sync_wait(test::connect(client, "127.0.0.1:" + std::to_string(server.port()))));
   auto r = sync_wait([&]() -> task<expected<int, rpc_error>> {
@@ -197,7 +197,9 @@ TEST(CpuBudget, RealCgroupV1QuotaAboveOneCpu) {
   const server_config cfg;
   EXPECT_EQ(cfg.io_threads, want) << "1.5 CPUs: rounded up, within the mask";
   EXPECT_EQ(cfg.worker_threads, want);
-  if (want == 2) EXPECT_EQ(cfg.adaptive_poll, 0us) << "1.5 CPUs for two reactors: no polling";
+  if (want == 2) {
+    EXPECT_EQ(cfg.adaptive_poll, 0us) << "1.5 CPUs for two reactors: no polling";
+  }
 }
 
 }  // namespace
