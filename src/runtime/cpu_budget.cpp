@@ -37,10 +37,13 @@ std::size_t cpu_budget::threads() const noexcept {
 }
 
 std::chrono::microseconds cpu_budget::adaptive_poll() const noexcept {
-  if (quota_cpus > 0 && quota_cpus + 1e-6 < static_cast<double>(threads())) {
-    return std::chrono::microseconds{0};
-  }
-  return io_pool::default_adaptive_poll;
+  const auto full = io_pool::default_adaptive_poll;
+  const double share = quota_cpus > 0 ? quota_cpus / static_cast<double>(threads()) : 1.0;
+  if (share >= 1.0 - 1e-6) return full;
+  // Less than a CPU per reactor: the budget shrinks with the share, so the longest spin
+  // after an event (the CPU a reactor burns for a call that never comes) shrinks with it.
+  return std::chrono::microseconds(
+      static_cast<std::chrono::microseconds::rep>(static_cast<double>(full.count()) * share));
 }
 
 cpu_budget usable_cpus() {

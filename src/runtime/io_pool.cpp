@@ -103,8 +103,8 @@ bool io_pool::owns_current_thread() const noexcept {
 }
 
 io_pool& io_pool::default_pool() {
-  // Sized to the CPUs the process may use (affinity and cgroup quota), polling only when the
-  // quota gives each reactor a whole CPU.
+  // Sized to the CPUs the process may use (affinity and cgroup quota), its polling budget
+  // shrunk when the quota gives each reactor less than a whole CPU.
   static const cpu_budget budget = usable_cpus();
   static io_pool pool(budget.threads(), {}, {}, budget.adaptive_poll());
   return pool;

@@ -44,12 +44,15 @@ TEST(CpuBudget, ThreadsAreTheBudgetRoundedUp) {
   EXPECT_DOUBLE_EQ(budget(2, 4.0).cpus(), 2.0);
 }
 
-TEST(CpuBudget, PollingOnlyWithAWholeCpuPerReactor) {
+TEST(CpuBudget, PollingBudgetShrinksWithTheQuotaPerReactor) {
   EXPECT_EQ(budget(8, 0).adaptive_poll(), io_pool::default_adaptive_poll);
   EXPECT_EQ(budget(8, 2.0).adaptive_poll(), io_pool::default_adaptive_poll);
   EXPECT_EQ(budget(2, 4.0).adaptive_poll(), io_pool::default_adaptive_poll);
-  EXPECT_EQ(budget(8, 0.5).adaptive_poll(), 0us) << "half a CPU for one reactor";
-  EXPECT_EQ(budget(8, 1.5).adaptive_poll(), 0us) << "1.5 CPUs for two reactors";
+  EXPECT_EQ(budget(8, 0.5).adaptive_poll(), io_pool::default_adaptive_poll / 2)
+      << "half a CPU for one reactor";
+  EXPECT_EQ(budget(8, 1.5).adaptive_poll(), io_pool::default_adaptive_poll * 3 / 4)
+      << "1.5 CPUs for two reactors";
+  EXPECT_EQ(budget(8, 0.01).adaptive_poll(), 1us);
 }
 
 // Runs with the calling thread's affinity mask narrowed to one CPU, then restores it.
@@ -169,7 +172,8 @@ TEST(CpuBudget, RealCgroupV1QuotaSizesTheServer) {
   server_config cfg;
   EXPECT_EQ(cfg.io_threads, 1u) << "half a CPU: one reactor";
   EXPECT_EQ(cfg.worker_threads, 1u);
-  EXPECT_EQ(cfg.adaptive_poll, 0us) << "less than a CPU per reactor: no polling";
+  EXPECT_EQ(cfg.adaptive_poll, io_pool::default_adaptive_poll / 2)
+      << "half a CPU per reactor: half the polling budget";
 
   // A server with these defaults serves under the quota.
   cfg.address = "127.0.0.1";
@@ -198,7 +202,8 @@ TEST(CpuBudget, RealCgroupV1QuotaAboveOneCpu) {
   EXPECT_EQ(cfg.io_threads, want) << "1.5 CPUs: rounded up, within the mask";
   EXPECT_EQ(cfg.worker_threads, want);
   if (want == 2) {
-    EXPECT_EQ(cfg.adaptive_poll, 0us) << "1.5 CPUs for two reactors: no polling";
+    EXPECT_EQ(cfg.adaptive_poll, io_pool::default_adaptive_poll * 3 / 4)
+        << "1.5 CPUs for two reactors: three quarters of the budget";
   }
 }
 

@@ -17,10 +17,11 @@ struct cpu_budget {
   double cpus() const noexcept;
   // Threads to run for it: the budget rounded up (a quota of 1.5 CPUs gets 2), at least 1.
   std::size_t threads() const noexcept;
-  // The default adaptive polling budget for threads() reactors: io_pool's default when each
-  // reactor has a whole CPU of quota, 0 (off) when it has less. A polling reactor keeps its
-  // CPU busy between events; under a quota that time is taken from the calls, and once the
-  // quota is spent the kernel stops the whole process until the next period.
+  // The default adaptive polling budget for threads() reactors: io_pool's default (100 us)
+  // when each reactor has a whole CPU of quota, that times its share when less (half a CPU:
+  // 50 us). A polling reactor keeps its CPU busy between events; under a quota that time is
+  // taken from the calls, and once the quota is spent the kernel stops the whole process
+  // until the next period.
   std::chrono::microseconds adaptive_poll() const noexcept;
 };
 

@@ -70,7 +70,7 @@ class io_pool {
 
   // The process-wide pool clients use unless client_config names another; created on first
   // use with a reactor per CPU the process may use (usable_cpus(): affinity and cgroup
-  // quota), polling adaptively unless the quota gives each reactor less than a whole CPU.
+  // quota), polling adaptively with cpu_budget::adaptive_poll().
   static io_pool& default_pool();
 
  private:

@@ -113,10 +113,10 @@ struct server_config {
   // Adaptive polling (0 = off): while requests keep arriving within this long of a reactor
   // going idle, it polls for them instead of sleeping, for a budget it learns, up to this
   // long; once they come further apart it sleeps as before. Default: io_pool::
-  // default_adaptive_poll (100 us), or 0 (off) when a cgroup CPU quota gives the default
-  // reactors less than a whole CPU each (cpu_budget::adaptive_poll). Clients: the io_pool they
-  // run on decides (the default pool follows the same rule; an io_pool made with
-  // adaptive_poll 0 does not poll).
+  // default_adaptive_poll (100 us), less when a cgroup CPU quota gives the default reactors
+  // less than a whole CPU each (cpu_budget::adaptive_poll). Clients: the io_pool they run on
+  // decides (the default pool follows the same rule; an io_pool made with adaptive_poll 0
+  // does not poll).
   std::chrono::microseconds adaptive_poll = usable_cpus().adaptive_poll();
   // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
   std::function<void(std::size_t)> on_thread_start;
