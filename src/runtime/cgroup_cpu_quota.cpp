@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace corvid::detail {
@@ -130,7 +131,8 @@ double hierarchy_quota(const fs::path& root, std::string_view mountinfo,
   const fs::path top = root / fs::path(m.point).relative_path();
   const fs::path below = fs::path(rel).relative_path();
   fs::path dir = below.empty() ? top : top / below;
-  if (!fs::is_directory(dir)) dir = top;
+  std::error_code ec;  // the overload that reports instead of throwing (EACCES, ELOOP)
+  if (!fs::is_directory(dir, ec)) dir = top;
   double lowest = 0;
   for (;;) {
     const double q = quota_at(dir, v2);
