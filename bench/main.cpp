@@ -105,14 +105,23 @@ int run_server(const options& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::string error;
   const ibv_config rdma = rdma_config(o);
-  auto server = start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, o.threads, o.pin,
+  int threads = o.threads;
+  std::chrono::microseconds adaptive_poll = o.adaptive_poll;
+  if (o.library_defaults) {
+    const server_config defaults;
+    if (!o.threads_given) threads = static_cast<int>(defaults.io_threads);
+    if (!o.adaptive_poll_given) adaptive_poll = defaults.adaptive_poll;
+  }
+  auto server = start_bench_server(o.listen.empty() ? "0.0.0.0:9000" : o.listen, threads, o.pin,
                                    true, error, o.transport == "rdma" ? &rdma : nullptr, nullptr,
-                                   o.metrics, o.busy_poll, o.adaptive_poll);
+                                   o.metrics, o.busy_poll, adaptive_poll);
   if (!server) {
     std::fprintf(stderr, "corvid-bench server: %s\n", error.c_str());
     return 1;
   }
-  std::printf("listening on %s (port %u)\n", o.listen.c_str(), server->port());
+  std::printf("listening on %s (port %u), %d io thread(s), adaptive poll %lld us\n",
+              o.listen.c_str(), server->port(), threads,
+              static_cast<long long>(adaptive_poll.count()));
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -43,6 +43,9 @@ options:
   --response-size N        reply attachment bytes (default 16)
   --echo                   reply with the request payload instead
   --threads N              io threads per side (default 1)
+  --library-defaults       `server`: io threads and adaptive polling from server_config's
+                           defaults (the CPUs the process may use: affinity, cgroup quota),
+                           each unless --threads / --adaptive-poll gives it
   --connections N          client connections (default 1: one multiplexed connection)
   --pool N|auto            send calls through a client_pool of up to N connections (auto:
                            pool_config's default, one per server reactor, at least 4)
@@ -154,8 +157,11 @@ options parse_options(int argc, char** argv) {
       o.response_size = parse_size(value("--response-size"));
     } else if (a == "--echo") {
       o.echo = true;
+    } else if (a == "--library-defaults") {
+      o.library_defaults = true;
     } else if (a == "--threads") {
       o.threads = std::atoi(value("--threads").c_str());
+      o.threads_given = true;
     } else if (a == "--connections") {
       o.connections = std::atoi(value("--connections").c_str());
     } else if (a == "--pool") {
@@ -181,6 +187,7 @@ options parse_options(int argc, char** argv) {
       const long us = std::atol(value("--adaptive-poll").c_str());
       if (us < 0) fail("--adaptive-poll must be >= 0 microseconds");
       o.adaptive_poll = std::chrono::microseconds(us);
+      o.adaptive_poll_given = true;
     } else if (a == "--stream-window") {
       o.stream_window = static_cast<std::size_t>(std::atoll(value("--stream-window").c_str()));
     } else if (a == "--max-stream-window") {

@@ -30,7 +30,11 @@ struct options {
   bool echo = false;
   double duration = 3.0;  // seconds per cell
   double warmup = 0.5;
-  int threads = 1;      // io threads per side
+  int threads = 1;  // io threads per side
+  // `server`: io threads and adaptive polling from server_config's defaults (usable_cpus():
+  // affinity and cgroup CPU quota), each unless given by --threads / --adaptive-poll.
+  bool library_defaults = false;
+  bool threads_given = false, adaptive_poll_given = false;
   int connections = 1;  // client connections the calls are spread over
   int pool = 0;  // > 0: calls go through a client_pool of up to this many connections; -1: auto
   // pool_config::spread_in_flight of the bench's pools (the "after" rows of `reactors`).

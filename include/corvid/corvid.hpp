@@ -12,6 +12,7 @@
 #include "corvid/memory/memory_limit.hpp"
 #include "corvid/memory/memory_tracker.hpp"
 #include "corvid/memory/memory_usage.hpp"
+#include "corvid/runtime/cpu_budget.hpp"
 #include "corvid/runtime/io_pool.hpp"
 #include "corvid/runtime/sleep.hpp"
 #include "corvid/server/request_context.hpp"

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <exception>
 
+#include "corvid/runtime/cpu_budget.hpp"
+
 #include "reactor_loop.hpp"
 #include <openssl/crypto.h>
 #include <openssl/ssl.h>
@@ -101,7 +103,10 @@ bool io_pool::owns_current_thread() const noexcept {
 }
 
 io_pool& io_pool::default_pool() {
-  static io_pool pool(std::max(1u, std::thread::hardware_concurrency()));
+  // Sized to the CPUs the process may use (affinity and cgroup quota), its polling budget
+  // shrunk when the quota gives each reactor less than a whole CPU.
+  static const cpu_budget budget = usable_cpus();
+  static io_pool pool(budget.threads(), {}, {}, budget.adaptive_poll());
   return pool;
 }
 

@@ -18,6 +18,7 @@
 #include <asio/post.hpp>
 #include <gtest/gtest.h>
 
+#include "corvid/runtime/cpu_budget.hpp"
 #include "corvid/runtime/io_pool.hpp"
 #include "corvid/server/server_config.hpp"
 
@@ -69,7 +70,9 @@ TEST(AdaptivePoll, ZeroMaximumNeverPolls) {
 }
 
 TEST(AdaptivePoll, OnByDefaultForServersAndPools) {
-  EXPECT_EQ(server_config{}.adaptive_poll, io_pool::default_adaptive_poll);
+  // The full budget unless a cgroup quota gives each default reactor less than a CPU
+  // (cpu_budget_test covers that rule).
+  EXPECT_EQ(server_config{}.adaptive_poll, usable_cpus().adaptive_poll());
   EXPECT_GT(io_pool::default_adaptive_poll, 0us);
 }
 

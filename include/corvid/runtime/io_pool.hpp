@@ -69,7 +69,8 @@ class io_pool {
   bool owns_current_thread() const noexcept;
 
   // The process-wide pool clients use unless client_config names another; created on first
-  // use with hardware_concurrency() threads (at least one).
+  // use with a reactor per CPU the process may use (usable_cpus(): affinity and cgroup
+  // quota), polling adaptively with cpu_budget::adaptive_poll().
   static io_pool& default_pool();
 
  private:

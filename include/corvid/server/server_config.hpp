@@ -10,6 +10,7 @@
 #include "corvid/client/client_metrics.hpp"
 #include "corvid/memory/memory_limit.hpp"
 #include "corvid/protocol/frame_header.hpp"
+#include "corvid/runtime/cpu_budget.hpp"
 #include "corvid/trace/span.hpp"
 
 namespace corvid {
@@ -18,7 +19,9 @@ struct server_config {
   // Listen address: an IP ("0.0.0.0", "::") or "unix:/path/to.sock" for a Unix-domain socket.
   std::string address = "0.0.0.0";
   std::uint16_t port = 0;  // 0 = ephemeral; rpc_server::port() tells the bound one
-  std::size_t io_threads = std::max(1u, std::thread::hardware_concurrency());
+  // Reactor threads. Default: the CPUs the process may use (usable_cpus(): its affinity mask
+  // and cgroup CPU quota, rounded up), not the machine's core count.
+  std::size_t io_threads = usable_cpus().threads();
   // Largest body + attachment accepted; a bigger frame is refused before any allocation.
   std::uint32_t max_frame_size = protocol::default_max_frame_size;
   // How long stop() waits for in-flight calls and open streams to finish before closing
@@ -110,8 +113,8 @@ struct server_config {
   // worker queue in front of them, up to worker_queue_length calls and worker_queue_bytes of
   // their requests and decoded arguments (a call always fits an empty queue); past either,
   // a call is answered server_busy. The bytes are also charged to the connection's in_flight
-  // memory, like a coroutine call's.
-  std::size_t worker_threads = std::max(1u, std::thread::hardware_concurrency());
+  // memory, like a coroutine call's. Default: usable_cpus().threads(), as io_threads.
+  std::size_t worker_threads = usable_cpus().threads();
   std::size_t worker_queue_length = 1024;
   std::size_t worker_queue_bytes = 64u << 20;
   // Latency mode (0 = off): each reactor spins on its sockets for up to this long after its
@@ -120,10 +123,12 @@ struct server_config {
   std::chrono::microseconds busy_poll{0};
   // Adaptive polling (0 = off): while requests keep arriving within this long of a reactor
   // going idle, it polls for them instead of sleeping, for a budget it learns, up to this
-  // long; once they come further apart it sleeps as before. The same default as
-  // io_pool::default_adaptive_poll. Clients: the io_pool they run on decides (the default
-  // pool polls; an io_pool made with adaptive_poll 0 does not).
-  std::chrono::microseconds adaptive_poll{100};
+  // long; once they come further apart it sleeps as before. Default: io_pool::
+  // default_adaptive_poll (100 us), less when a cgroup CPU quota gives the default reactors
+  // less than a whole CPU each (cpu_budget::adaptive_poll). Clients: the io_pool they run on
+  // decides (the default pool follows the same rule; an io_pool made with adaptive_poll 0
+  // does not poll).
+  std::chrono::microseconds adaptive_poll = usable_cpus().adaptive_poll();
   // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
   std::function<void(std::size_t)> on_thread_start;
 
