@@ -269,9 +269,10 @@ std::string status_page(const metrics::server_snapshot& s, const server_config& 
   if (s.has_registry) {
     row("registry", s.registry.url);
     row("registry key", s.registry.key);
-    row("registry state", s.registry.state + (s.registry.last_error.empty()
-                                                  ? std::string()
-                                                  : " (last error: " + s.registry.last_error + ")"));
+    row("registry state",
+        s.registry.state + (s.registry.last_error.empty()
+                                ? std::string()
+                                : " (last error: " + s.registry.last_error + ")"));
   }
   out += "</table>\n";
 

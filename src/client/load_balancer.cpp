@@ -38,9 +38,10 @@ std::shared_ptr<load_balancer> load_balancer::create(std::vector<lb_endpoint> en
 task<expected<std::shared_ptr<load_balancer>, rpc_error>> load_balancer::open(std::string url,
                                                                               lb_config config) {
   std::shared_ptr<load_balancer> lb(new load_balancer(std::move(config)));
-  auto source = discovery::open_source(
-      url, lb->config_,
-      [raw = lb.get()](std::vector<lb_endpoint> endpoints) { raw->set_endpoints(std::move(endpoints)); });
+  auto source = discovery::open_source(url, lb->config_,
+                                       [raw = lb.get()](std::vector<lb_endpoint> endpoints) {
+                                         raw->set_endpoints(std::move(endpoints));
+                                       });
   if (!source) co_return unexpected(std::move(source).error());
   lb->source_ = std::move(*source);
   lb->start_health_checks();
@@ -92,28 +93,15 @@ void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
     if (e.id.empty()) e.id = e.address;
     wanted.try_emplace(e.address, std::move(e));
   }
-  std::vector<std::shared_ptr<node>> fresh;
-  {
-    std::lock_guard lk(mutex_);
-    for (const auto& n : nodes_) wanted.erase(n->endpoint.address);
-  }
-  for (auto& [address, e] : wanted) fresh.push_back(make_node(std::move(e)));
-  std::unordered_map<std::string, const lb_endpoint*> all;
-  for (const auto& e : endpoints) all.try_emplace(e.address, &e);
   std::lock_guard lk(mutex_);
-  std::erase_if(nodes_, [&](const auto& n) { return !all.contains(n->endpoint.address); });
+  std::erase_if(nodes_, [&](const auto& n) { return !wanted.contains(n->endpoint.address); });
   for (auto& n : nodes_) {
-    const lb_endpoint* e = all[n->endpoint.address];
-    n->endpoint.weight = std::max(1u, e->weight);
-    n->endpoint.id = e->id;
+    auto it = wanted.find(n->endpoint.address);
+    n->endpoint.weight = std::max(1u, it->second.weight);
+    n->endpoint.id = it->second.id;
+    wanted.erase(it);
   }
-  for (auto& n : fresh) {
-    // Added meanwhile by another hand-over: keep the one already there.
-    if (std::none_of(nodes_.begin(), nodes_.end(),
-                     [&](const auto& o) { return o->endpoint.address == n->endpoint.address; })) {
-      nodes_.push_back(std::move(n));
-    }
-  }
+  for (auto& [address, e] : wanted) nodes_.push_back(make_node(std::move(e)));
   // A stable order (by id): round robin and the ring do not depend on hand-over order.
   std::sort(nodes_.begin(), nodes_.end(),
             [](const auto& a, const auto& b) { return a->endpoint.id < b->endpoint.id; });
@@ -189,9 +177,9 @@ expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view 
         std::size_t total = 0;
         for (auto* n : healthy) total += n->in_flight.load(std::memory_order_relaxed);
         // Bounded load: at most ceil(c * average) calls in flight, this one counted.
-        const auto cap = static_cast<std::size_t>(std::ceil(
-            std::max(1.0, config_.hash_load_factor) * static_cast<double>(total + 1) /
-            static_cast<double>(healthy.size())));
+        const auto cap = static_cast<std::size_t>(
+            std::ceil(std::max(1.0, config_.hash_load_factor) * static_cast<double>(total + 1) /
+                      static_cast<double>(healthy.size())));
         const auto i = ring_->find(detail::hash_ring::hash(hash_key), [&](std::size_t owner) {
           const node& n = *nodes_[owner];
           return n.usable && n.in_flight.load(std::memory_order_relaxed) + 1 <= cap;
@@ -213,6 +201,8 @@ expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view 
       break;
     }
   }
+  // Counted here, under the lock: concurrent picks see each other's calls (the load bound).
+  chosen->in_flight.fetch_add(1, std::memory_order_relaxed);
   return shared(chosen, false);
 }
 
@@ -225,7 +215,7 @@ task<bool> load_balancer::probe(std::shared_ptr<node> n) {
   n->not_serving.store(reachable && !serving, std::memory_order_relaxed);
   // Unanswered (timeout included) re-ejects it, with a longer back-off.
   report(*n, true, reachable ? rpc_errc::ok : rpc_errc::connect_failed);
-  co_return reachable && serving;
+  co_return reachable&& serving;
 }
 
 void load_balancer::start_health_checks() {

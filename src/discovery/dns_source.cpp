@@ -2,17 +2,16 @@
 // the server, e.g. a test's dnsmasq), looked up again every dns_refresh_interval and soon
 // after an endpoint fails. A failed lookup keeps the last endpoints.
 #include <algorithm>
+#include <ares.h>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
-#include <ares.h>
+#include "endpoint_source.hpp"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/select.h>
-
-#include "endpoint_source.hpp"
 
 namespace corvid::discovery {
 namespace {
@@ -76,8 +75,8 @@ expected<std::vector<std::string>, rpc_error> resolve(const std::string& host,
   }
   ares_destroy(channel);  // calls a pending callback with ARES_EDESTRUCTION
   if (l.status != ARES_SUCCESS || l.addresses.empty()) {
-    return unexpected(rpc_error(rpc_errc::connect_failed, "cannot resolve " + host + ": " +
-                                                              ares_strerror(l.status)));
+    return unexpected(rpc_error(rpc_errc::connect_failed,
+                                "cannot resolve " + host + ": " + ares_strerror(l.status)));
   }
   std::sort(l.addresses.begin(), l.addresses.end());
   l.addresses.erase(std::unique(l.addresses.begin(), l.addresses.end()), l.addresses.end());
@@ -158,8 +157,8 @@ expected<std::unique_ptr<endpoint_source>, rpc_error> open_dns_source(std::strin
   std::string_view rest = url.substr(6);  // after dns://
   const auto colon = rest.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == rest.size()) {
-    return unexpected(rpc_error(rpc_errc::invalid_argument,
-                                "dns URL needs name:port: " + std::string(url)));
+    return unexpected(
+        rpc_error(rpc_errc::invalid_argument, "dns URL needs name:port: " + std::string(url)));
   }
   std::string host(rest.substr(0, colon)), port(rest.substr(colon + 1));
   auto first = resolve(host, config.dns_server);

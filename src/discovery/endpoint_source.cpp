@@ -9,9 +9,12 @@ expected<std::vector<lb_endpoint>, rpc_error> parse_endpoint_list(std::string_vi
     const auto end = text.find(separator);
     std::string_view item = text.substr(0, end);
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (const auto hash = item.find('#'); hash != std::string_view::npos) item = item.substr(0, hash);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    if (const auto hash = item.find('#'); hash != std::string_view::npos)
+      item = item.substr(0, hash);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front())))
+      item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())))
+      item.remove_suffix(1);
     if (item.empty()) continue;
     if (!item.starts_with("unix:") && item.rfind(':') == std::string_view::npos) {
       return unexpected(rpc_error(rpc_errc::invalid_argument,
@@ -40,12 +43,13 @@ expected<std::unique_ptr<endpoint_source>, rpc_error> open_source(std::string_vi
     on_change(std::move(*list));
     return std::unique_ptr<endpoint_source>(std::make_unique<fixed_source>());
   }
-  if (url.starts_with("file://")) return open_file_source(std::string(url.substr(7)), config, std::move(on_change));
+  if (url.starts_with("file://"))
+    return open_file_source(std::string(url.substr(7)), config, std::move(on_change));
   if (url.starts_with("etcd://")) return open_etcd_source(url, config, std::move(on_change));
   if (url.starts_with("dns://")) return open_dns_source(url, config, std::move(on_change));
-  return unexpected(rpc_error(rpc_errc::invalid_argument,
-                              "unknown naming scheme in '" + std::string(url) +
-                                  "' (list://, file://, dns:// or etcd://)"));
+  return unexpected(rpc_error(
+      rpc_errc::invalid_argument,
+      "unknown naming scheme in '" + std::string(url) + "' (list://, file://, dns:// or etcd://)"));
 }
 
 }  // namespace corvid::discovery

@@ -151,8 +151,8 @@ expected<json, rpc_error> call(CURL* h, const std::string& endpoint, const char*
   const std::string url = "http://" + endpoint + path;
   const CURLcode rc = perform(h, url, request.dump(), t, timeout, false, status);
   if (rc != CURLE_OK) {
-    return unexpected(rpc_error(rpc_errc::connect_failed,
-                                "etcd at " + endpoint + ": " + curl_easy_strerror(rc)));
+    return unexpected(
+        rpc_error(rpc_errc::connect_failed, "etcd at " + endpoint + ": " + curl_easy_strerror(rc)));
   }
   json answer = json::parse(t.body, nullptr, false);
   if (answer.is_discarded() || !answer.is_object()) {
@@ -163,17 +163,16 @@ expected<json, rpc_error> call(CURL* h, const std::string& endpoint, const char*
   if (status != 200) {
     std::string message = answer.value("message", answer.value("error", std::string()));
     return unexpected(rpc_error(rpc_errc::bad_request, "etcd at " + endpoint + " refused " +
-                                                              std::string(path) + ": HTTP " +
-                                                              std::to_string(status) + " " +
-                                                              message));
+                                                           std::string(path) + ": HTTP " +
+                                                           std::to_string(status) + " " + message));
   }
   return answer;
 }
 }  // namespace
 
 expected<std::int64_t, rpc_error> etcd_client::grant(std::chrono::seconds ttl) {
-  auto r = call(curl_->handle, endpoint_, "/v3/lease/grant", {{"TTL", ttl.count()}}, timeout_,
-                stop_);
+  auto r =
+      call(curl_->handle, endpoint_, "/v3/lease/grant", {{"TTL", ttl.count()}}, timeout_, stop_);
   if (!r) return unexpected(std::move(r).error());
   const std::int64_t id = int_field(*r, "ID");
   if (id == 0) {
@@ -207,8 +206,14 @@ rpc_error etcd_client::put(std::string_view key, std::string_view value, std::in
 }
 
 rpc_error etcd_client::erase(std::string_view key) {
-  auto r = call(curl_->handle, endpoint_, "/v3/kv/deleterange", {{"key", base64(key)}}, timeout_,
-                stop_);
+  auto r =
+      call(curl_->handle, endpoint_, "/v3/kv/deleterange", {{"key", base64(key)}}, timeout_, stop_);
+  return r ? rpc_error() : std::move(r).error();
+}
+
+rpc_error etcd_client::compact(std::int64_t revision) {
+  auto r = call(curl_->handle, endpoint_, "/v3/kv/compaction",
+                {{"revision", std::to_string(revision)}, {"physical", true}}, timeout_, stop_);
   return r ? rpc_error() : std::move(r).error();
 }
 
@@ -240,8 +245,8 @@ watch_end etcd_client::watch_prefix(
   t.on_data = [&](std::string& buffer) {
     std::size_t start = 0;
     for (std::size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
-      json message = json::parse(std::string_view(buffer).substr(start, nl - start), nullptr,
-                                 false);
+      json message =
+          json::parse(std::string_view(buffer).substr(start, nl - start), nullptr, false);
       if (message.is_discarded() || !message.is_object()) continue;
       auto result = message.find("result");
       if (result == message.end()) {
@@ -288,7 +293,8 @@ watch_end etcd_client::watch_prefix(
 expected<etcd_url, rpc_error> parse_etcd_url(std::string_view url) {
   constexpr std::string_view scheme = "etcd://";
   if (!url.starts_with(scheme)) {
-    return unexpected(rpc_error(rpc_errc::invalid_argument, "not an etcd:// URL: " + std::string(url)));
+    return unexpected(
+        rpc_error(rpc_errc::invalid_argument, "not an etcd:// URL: " + std::string(url)));
   }
   url.remove_prefix(scheme.size());
   const auto slash = url.find('/');
@@ -297,12 +303,14 @@ expected<etcd_url, rpc_error> parse_etcd_url(std::string_view url) {
   if (slash != std::string_view::npos) out.prefix = std::string(url.substr(slash));
   while (out.prefix.size() > 1 && out.prefix.back() == '/') out.prefix.pop_back();
   if (out.endpoint.empty() || out.endpoint.find(':') == std::string::npos) {
-    return unexpected(rpc_error(rpc_errc::invalid_argument,
-                                "etcd URL needs host:port: " + std::string(scheme) + std::string(url)));
+    return unexpected(
+        rpc_error(rpc_errc::invalid_argument,
+                  "etcd URL needs host:port: " + std::string(scheme) + std::string(url)));
   }
   if (out.prefix.empty() || out.prefix == "/") {
-    return unexpected(rpc_error(rpc_errc::invalid_argument,
-                                "etcd URL needs a key prefix, e.g. etcd://host:2379/services/echo"));
+    return unexpected(
+        rpc_error(rpc_errc::invalid_argument,
+                  "etcd URL needs a key prefix, e.g. etcd://host:2379/services/echo"));
   }
   return out;
 }

@@ -1,7 +1,8 @@
 #pragma once
-// etcd v3 through its JSON gateway (HTTP/1.1, https://etcd.io/docs/v3.4/dev-guide/api_grpc_gateway/),
-// spoken by libcurl with nlohmann::json: leases, puts, deletes, ranges and a watch read as a
-// streaming response. Blocking; one client per thread (a curl handle is not shareable).
+// etcd v3 through its JSON gateway (HTTP/1.1,
+// https://etcd.io/docs/v3.4/dev-guide/api_grpc_gateway/), spoken by libcurl with nlohmann::json:
+// leases, puts, deletes, ranges and a watch read as a streaming response. Blocking; one client per
+// thread (a curl handle is not shareable).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -55,6 +56,7 @@ class etcd_client {
   rpc_error put(std::string_view key, std::string_view value, std::int64_t lease = 0);
   rpc_error erase(std::string_view key);
   expected<etcd_range, rpc_error> range_prefix(std::string_view prefix);
+  rpc_error compact(std::int64_t revision);  // drops the history before `revision`
   // Watches the keys under `prefix` from `start_revision`, calling `on_events` with each
   // batch and the revision it brings the watcher to, until the stream ends. `on_created`
   // runs once etcd has accepted the watch.

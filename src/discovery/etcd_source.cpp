@@ -7,10 +7,9 @@
 #include <map>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "endpoint_source.hpp"
 #include "etcd_client.hpp"
+#include <nlohmann/json.hpp>
 
 namespace corvid::discovery {
 namespace {

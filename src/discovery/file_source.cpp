@@ -5,9 +5,8 @@
 #include <sstream>
 #include <thread>
 
-#include <sys/stat.h>
-
 #include "endpoint_source.hpp"
+#include <sys/stat.h>
 
 namespace corvid::discovery {
 namespace {
@@ -42,8 +41,7 @@ expected<std::vector<lb_endpoint>, rpc_error> read_endpoints(const std::string& 
 
 class file_source final : public endpoint_source {
  public:
-  file_source(std::string path, std::chrono::milliseconds poll, endpoints_callback cb,
-              file_id seen)
+  file_source(std::string path, std::chrono::milliseconds poll, endpoints_callback cb, file_id seen)
       : path_(std::move(path)), poll_(poll), cb_(std::move(cb)), seen_(seen) {
     thread_ = std::thread([this] { run(); });
   }
@@ -93,8 +91,8 @@ expected<std::unique_ptr<endpoint_source>, rpc_error> open_file_source(std::stri
   auto list = read_endpoints(path);
   if (!list) return unexpected(std::move(list).error());
   cb(std::move(*list));
-  return std::unique_ptr<endpoint_source>(
-      std::make_unique<file_source>(std::move(path), config.file_poll_interval, std::move(cb), seen));
+  return std::unique_ptr<endpoint_source>(std::make_unique<file_source>(
+      std::move(path), config.file_poll_interval, std::move(cb), seen));
 }
 
 }  // namespace corvid::discovery

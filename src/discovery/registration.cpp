@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <random>
 
-#include <nlohmann/json.hpp>
-
 #include "corvid/protocol/frame_header.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace corvid::discovery {
 
@@ -40,8 +40,7 @@ std::string random_instance_id() {
   return buf;
 }
 
-expected<std::unique_ptr<registration>, rpc_error> registration::start(
-    registration_config config) {
+expected<std::unique_ptr<registration>, rpc_error> registration::start(registration_config config) {
   auto url = parse_etcd_url(config.url);
   if (!url) return unexpected(std::move(url).error());
   if (config.ttl < std::chrono::seconds(1)) {
@@ -96,7 +95,8 @@ void registration::run() {
   etcd_client etcd(url_.endpoint, std::chrono::milliseconds(2000), &stop_);
   const std::chrono::milliseconds initial_backoff(100), max_backoff(5000);
   auto backoff = initial_backoff;
-  const auto interval = std::max<std::chrono::milliseconds>(config_.ttl / 3, std::chrono::milliseconds(200));
+  const auto interval =
+      std::max<std::chrono::milliseconds>(config_.ttl / 3, std::chrono::milliseconds(200));
   std::int64_t lease = 0;
   auto failed = [&](const rpc_error& e) {
     if (stop_) return false;
@@ -174,7 +174,8 @@ void registration::deregister() {
     ++status_.failures;
     status_.last_error = e.message();
     // The lease expires by itself within the TTL.
-    std::fprintf(stderr, "corvid: could not deregister from %s (the key expires with its lease): %s\n",
+    std::fprintf(stderr,
+                 "corvid: could not deregister from %s (the key expires with its lease): %s\n",
                  config_.url.c_str(), e.message().c_str());
   }
 }

@@ -13,6 +13,7 @@
 
 #include "corvid/error.hpp"
 #include "corvid/expected.hpp"
+
 #include "etcd_client.hpp"
 
 namespace corvid::discovery {

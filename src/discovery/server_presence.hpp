@@ -11,6 +11,7 @@
 
 #include "corvid/protocol/health.hpp"
 #include "corvid/server/server_config.hpp"
+
 #include "registration.hpp"
 
 namespace corvid::discovery {

@@ -10,12 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <string_view>
-#include <thread>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "corvid/client/client_pool.hpp"
@@ -150,7 +150,7 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
     std::shared_ptr<client_pool> pool;
     std::atomic<std::size_t> in_flight{0};
     std::atomic<std::uint64_t> calls{0}, failures{0};
-    std::atomic<bool> not_serving{false};  // health method: not_serving or draining
+    std::atomic<bool> not_serving{false};     // health method: not_serving or draining
     metrics::lb_counters* metrics = nullptr;  // null: metrics off
     // Under the balancer's mutex:
     std::chrono::steady_clock::time_point ejected_until{};
@@ -191,7 +191,7 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
         continue;
       }
       node& n = *p->n;  // p holds the node (and its pool) until the call ends
-      n.in_flight.fetch_add(1, std::memory_order_relaxed);
+      if (p->probe) n.in_flight.fetch_add(1, std::memory_order_relaxed);  // pick() counts others
       R r = co_await invoke(*n.pool);
       n.in_flight.fetch_sub(1, std::memory_order_relaxed);
       report(n, false, r.has_value() ? rpc_errc::ok : r.error().code());
@@ -214,7 +214,7 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
   std::size_t next_ = 0;
   std::minstd_rand rng_{std::random_device{}()};
   std::unique_ptr<discovery::endpoint_source> source_;  // open(); stopped first
-  std::thread health_thread_;  // health_check_interval
+  std::thread health_thread_;                           // health_check_interval
   std::condition_variable health_cv_;
   bool stopping_ = false;  // under mutex_
 };

@@ -115,8 +115,9 @@ class rpc_server {
   rpc_error start();
   // Graceful stop: the health method answers draining and a registration (server_config::
   // registry) is deleted, then drain_delay passes; then no new connections, in-flight calls
-  // finish (up to stop_timeout), replies are flushed, connections close. Safe from any thread, including inside a handler (then it
-  // only begins the stop; start() or the destructor completes it). Idempotent.
+  // finish (up to stop_timeout), replies are flushed, connections close. Safe from any thread,
+  // including inside a handler (then it only begins the stop; start() or the destructor completes
+  // it). Idempotent.
   void stop();
 
   // What the built-in health method (protocol/health.hpp) answers: serving, or not_serving
