@@ -351,7 +351,7 @@ rpc_server::rpc_server(server_config config)
     : core_(std::make_unique<detail::server_core>(std::move(config))) {
   core_->presence = std::make_shared<discovery::server_presence>();
   // Every corvid server answers the health method (protocol/health.hpp).
-  register_handler<&health_service::check>(&core_->presence->health);
+  register_handler<&health_service::check, &health_service::watch>(&core_->presence->health);
 }
 
 rpc_server::~rpc_server() {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "connect.hpp"
 #include "discovery_support.hpp"
 
 namespace discovery_test {
@@ -122,6 +123,36 @@ TEST(health, answers_serving_not_serving_and_draining) {
   EXPECT_EQ(*ask(), corvid::health_status::not_serving);
   s.server().set_serving(true);
   EXPECT_EQ(*ask(), corvid::health_status::serving);
+}
+
+TEST(health, watch_streams_each_change_and_ends_with_draining) {
+  auto cfg = server_config();
+  cfg.registry.clear();
+  named_server s("s", cfg);
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, s.endpoint())));
+  std::vector<corvid::health_status> seen;
+  std::thread watcher([&] {
+    corvid::sync_wait([&]() -> corvid::task<void> {
+      auto w = co_await client.stream<&corvid::health_service::watch>();
+      if (!w) {
+        ADD_FAILURE() << w.error().message();
+        co_return;
+      }
+      while (auto st = co_await w->next()) seen.push_back(*st);
+      EXPECT_FALSE(w->error()) << w->error().message();
+    }());
+  });
+  // Each status is held long enough (> the 50 ms poll) to be seen.
+  std::this_thread::sleep_for(200ms);
+  s.server().set_serving(false);
+  std::this_thread::sleep_for(200ms);
+  s.server().set_serving(true);
+  std::this_thread::sleep_for(200ms);
+  s.server().stop();  // the watch says draining and ends: the stop is not held up by it
+  watcher.join();
+  using hs = corvid::health_status;
+  EXPECT_EQ(seen, (std::vector<hs>{hs::serving, hs::not_serving, hs::serving, hs::draining}));
 }
 
 TEST(health, balancer_checking_health_avoids_a_server_not_serving) {

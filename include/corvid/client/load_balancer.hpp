@@ -50,7 +50,7 @@ struct lb_endpoint {
   unsigned weight = 1;  // weighted_round_robin only
   // The instance's identity, which places it on the consistent-hash ring (a registered
   // server's instance id); empty = the address.
-  std::string id;
+  std::string id{};
 };
 
 struct lb_config {

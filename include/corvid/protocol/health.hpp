@@ -2,6 +2,7 @@
 // The health method every corvid server answers (registered by rpc_server itself):
 //
 //   auto s = co_await client.call<&corvid::health_service::check>();   // health_status
+//   auto w = co_await client.stream<&corvid::health_service::watch>(); // each change
 //
 // serving: taking calls. not_serving: up, but asked not to get calls (rpc_server::
 // set_serving(false), e.g. while warming up). draining: stop() has begun; calls still in
@@ -11,6 +12,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "corvid/stream/stream.hpp"
+
 namespace corvid {
 
 enum class health_status : std::uint8_t { serving = 0, not_serving = 1, draining = 2 };
@@ -18,6 +21,10 @@ enum class health_status : std::uint8_t { serving = 0, not_serving = 1, draining
 class health_service {
  public:
   health_status check() { return status_.load(std::memory_order_relaxed); }
+  // The status now, then each change (seen within 50 ms), and the status again every 30 s
+  // so the stream never idles out; ends after it has said draining, so it never holds up
+  // the drain it announces.
+  stream<health_status> watch();
   void set(health_status s) noexcept { status_.store(s, std::memory_order_relaxed); }
 
  private:
