@@ -167,9 +167,14 @@ int run_discovery_experiment(const options& o) {
     list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(servers.back()->port());
   }
 
+  // The client's reactors, with the run's --adaptive-poll (0 for callgrind: a reactor that
+  // polls while it waits would count its spinning as the calls' instructions).
+  io_pool reactors(static_cast<std::size_t>(o.threads), {}, std::chrono::nanoseconds(0),
+                   o.adaptive_poll);
   if (only_policy) {
     // Instructions per call: the same list, the same keys; only the policy differs.
     lb_config cfg;
+    cfg.pool.client.pool = &reactors;
     cfg.policy =
         o.policy == "consistent_hash" ? lb_policy::consistent_hash : lb_policy::round_robin;
     auto lb = open_or_die(list, cfg);
@@ -180,11 +185,14 @@ int run_discovery_experiment(const options& o) {
 
   lb_config hash_cfg;
   hash_cfg.policy = lb_policy::consistent_hash;
+  hash_cfg.pool.client.pool = &reactors;
+  lb_config list_cfg;
+  list_cfg.pool.client.pool = &reactors;
   auto by_key = open_or_die(url, hash_cfg);
   if (!wait_for_endpoints(*by_key, static_cast<std::size_t>(n))) {
     throw std::runtime_error("the servers did not all register in etcd");
   }
-  auto fixed = open_or_die(list, {});
+  auto fixed = open_or_die(list, list_cfg);
   const double warm = std::min(o.warmup, 0.5);
   drive(*by_key, callers, warm, 0, o.keys, true);
   drive(*fixed, callers, warm, 0, o.keys, false);
@@ -206,6 +214,14 @@ int run_discovery_experiment(const options& o) {
 
   // Remapping: owners of every key, one server leaves (SIGKILL: its lease expires), again.
   const auto first = owners(*by_key, o.keys);
+  std::map<std::string, int> owned;
+  for (const auto& o1 : first) ++owned[o1];
+  int fewest = o.keys, most = 0;
+  for (const auto& [server, count] : owned) {
+    fewest = std::min(fewest, count);
+    most = std::max(most, count);
+  }
+  const double fair = static_cast<double>(o.keys) / n;
   const std::string leaving = "server-" + std::to_string(n - 1);
   servers.back()->kill();
   if (!wait_for_endpoints(*by_key, static_cast<std::size_t>(n - 1))) {
@@ -224,17 +240,20 @@ int run_discovery_experiment(const options& o) {
   std::printf("  qps  consistent_hash over etcd: %.0f\n", qps_key);
   std::printf("  qps  round robin over a fixed list: %.0f (%.1f%% of it by key)\n", qps_list,
               100.0 * qps_key / qps_list);
-  std::printf("  key spread: calls per server min %.1f%% / max %.1f%% of the mean\n",
-              100.0 * *lo / mean, 100.0 * *hi / mean);
+  std::printf("  key spread: keys owned per server min %.1f%% / max %.1f%% of 1/N\n",
+              100.0 * fewest / fair, 100.0 * most / fair);
+  std::printf(
+      "  call spread (load bound and spills included): min %.1f%% / max %.1f%% of the mean\n",
+      100.0 * *lo / mean, 100.0 * *hi / mean);
   std::printf("  one of %d leaves: %.2f%% of keys moved (ideal %.2f%%), %d not its own\n", n,
               100.0 * moved / o.keys, 100.0 / n, moved_elsewhere);
   if (!o.csv.empty()) {
     std::ofstream csv(o.csv);
-    csv << "servers,callers,keys,qps_consistent_hash,qps_round_robin,spread_min,spread_max,"
-           "moved,moved_not_own\n"
+    csv << "servers,callers,keys,qps_consistent_hash,qps_round_robin,keys_min,keys_max,"
+           "calls_min,calls_max,moved,moved_not_own\n"
         << n << "," << callers << "," << o.keys << "," << qps_key << "," << qps_list << ","
-        << *lo / mean << "," << *hi / mean << "," << static_cast<double>(moved) / o.keys << ","
-        << moved_elsewhere << "\n";
+        << fewest / fair << "," << most / fair << "," << *lo / mean << "," << *hi / mean << ","
+        << static_cast<double>(moved) / o.keys << "," << moved_elsewhere << "\n";
   }
   return moved_elsewhere == 0 ? 0 : 1;
 }
