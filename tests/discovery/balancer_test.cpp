@@ -191,9 +191,13 @@ TEST(health, an_ejected_endpoint_is_probed_with_the_health_method) {
   auto lb = open_balancer("list://" + a.endpoint() + "," + b_endpoint, cfg);
   EXPECT_EQ(spread(*lb, 10).size(), 2u);
   const auto port = b->server().port();
-  b.reset();  // b goes away: calls to it are sent elsewhere, none fails
+  b.reset();  // b goes away: calls that cannot reach it are sent elsewhere
   auto seen = spread(*lb, 40);
-  EXPECT_EQ(seen, (std::map<std::string, int>{{"a", 40}}));
+  // One call may have been written to b's connection just as b closed it: sent, so it is
+  // not safe to repeat (connection_closed). None may fail for want of reaching b.
+  EXPECT_GE(seen["a"], 39);
+  EXPECT_EQ(seen.count("!connect_failed"), 0u);
+  EXPECT_EQ(seen.count("b"), 0u);
   // b returns on the same port: the probe (a health call) brings it back.
   auto back_cfg = server_config();
   back_cfg.port = port;
