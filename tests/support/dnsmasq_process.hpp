@@ -24,22 +24,10 @@ class dnsmasq_process {
     if (::mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp");
     dir_ = dir;
     write_hosts(hosts);
-    port_ = free_port(SOCK_DGRAM);
-    process_ = std::make_unique<child_process>(
-        "/usr/sbin/dnsmasq",
-        std::vector<std::string>{"--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv",
-                                 "--no-hosts", "--addn-hosts=" + dir_ + "/hosts",
-                                 "--listen-address=127.0.0.1", "--bind-interfaces",
-                                 "--port=" + std::to_string(port_), "--user=root",
-                                 "--pid-file=" + dir_ + "/pid", "--log-facility=-"},
-        dir_ + "/dnsmasq.log");
-    // Ready once the pid file is written (after the socket is bound).
-    const auto until = std::chrono::steady_clock::now() + patience(std::chrono::seconds(10));
-    while (!std::filesystem::exists(dir_ + "/pid")) {
-      if (std::chrono::steady_clock::now() > until || !process_->running()) {
-        throw std::runtime_error("dnsmasq did not start: " + process_->log());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The port may be taken between choosing and binding it: choose again.
+    for (int attempt = 0;; ++attempt) {
+      if (start()) break;
+      if (attempt == 4) throw std::runtime_error("dnsmasq did not start: " + process_->log());
     }
   }
   ~dnsmasq_process() {
@@ -57,6 +45,28 @@ class dnsmasq_process {
   std::string log() const { return process_->log(); }
 
  private:
+  bool start() {
+    port_ = free_udp_and_tcp_port();
+    std::filesystem::remove(dir_ + "/pid");
+    process_ = std::make_unique<child_process>(
+        "/usr/sbin/dnsmasq",
+        std::vector<std::string>{"--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv",
+                                 "--no-hosts", "--addn-hosts=" + dir_ + "/hosts",
+                                 "--listen-address=127.0.0.1", "--bind-interfaces",
+                                 "--port=" + std::to_string(port_), "--user=root",
+                                 "--pid-file=" + dir_ + "/pid", "--log-facility=-"},
+        dir_ + "/dnsmasq.log");
+    // Ready once the pid file is written (after the sockets are bound).
+    const auto until = std::chrono::steady_clock::now() + patience(std::chrono::seconds(10));
+    while (!std::filesystem::exists(dir_ + "/pid")) {
+      if (!process_->running()) return false;
+      if (std::chrono::steady_clock::now() > until) {
+        throw std::runtime_error("dnsmasq did not start: " + process_->log());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
   void write_hosts(const std::string& hosts) {
     std::ofstream(dir_ + "/hosts.tmp") << hosts;
     std::filesystem::rename(dir_ + "/hosts.tmp", dir_ + "/hosts");
