@@ -6,6 +6,7 @@
 #include "discovery/etcd_client.hpp"
 #include "discovery_support.hpp"
 #include "etcd_process.hpp"
+#include "http_client.hpp"
 #include "peer_process.hpp"
 #include <nlohmann/json.hpp>
 
@@ -215,6 +216,26 @@ TEST(etcd, watches_resume_after_etcd_restarts_and_calls_go_on_meanwhile) {
                                               etcd.url(prefix) + "\"} 1") != std::string::npos;
       },
       patience(10s)));
+}
+
+TEST(etcd, the_status_page_shows_the_registration_and_its_state) {
+  corvid::test::etcd_process etcd;
+  auto cfg = server_config(etcd.url(prefix));
+  cfg.instance_id = "shown";
+  cfg.http_admin = true;  // /status on the RPC port
+  named_server s("s", cfg);
+  auto status = [&] {
+    return corvid_test::http_get(s.server().port(), "/status");
+  };
+  ASSERT_TRUE(
+      eventually([&] { return status().find("registered") != std::string::npos; }, patience(5s)))
+      << status();
+  EXPECT_NE(status().find(prefix + "/shown"), std::string::npos);
+  etcd.kill();
+  EXPECT_TRUE(eventually(
+      [&] { return status().find("unreachable (last error: etcd at") != std::string::npos; },
+      patience(10s)))
+      << status();
 }
 
 TEST(etcd, a_server_started_while_etcd_is_down_serves_and_registers_later) {
