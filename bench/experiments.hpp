@@ -4,10 +4,12 @@
 
 namespace corvid::bench {
 
-int run_pipeline_experiment(const options& o);  // seed 001
-int run_coalesce_experiment(const options& o);  // seed 002
-int run_reactors_experiment(const options& o);  // seed 003
-int run_stream_experiment(const options& o);    // streams vs unary calls
-int run_latency_experiment(const options& o);   // issue 17: busy-poll vs sockperf (latency.cpp)
+int run_pipeline_experiment(const options& o);   // seed 001
+int run_coalesce_experiment(const options& o);   // seed 002
+int run_reactors_experiment(const options& o);   // seed 003
+int run_stream_experiment(const options& o);     // streams vs unary calls
+int run_latency_experiment(const options& o);    // issue 17: busy-poll vs sockperf (latency.cpp)
+int run_discovery_experiment(const options& o);  // issue 25: etcd + consistent hashing
+int run_discovery_server(const options& o);      // one of its servers (a child process)
 
 }  // namespace corvid::bench

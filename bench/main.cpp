@@ -151,6 +151,8 @@ int main(int argc, char** argv) {
     if (o.command == "idle") return run_idle_experiment(o);
     if (o.command == "stream") return run_stream_experiment(o);
     if (o.command == "latency") return run_latency_experiment(o);
+    if (o.command == "discovery") return run_discovery_experiment(o);
+    if (o.command == "discovery-server") return run_discovery_server(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corvid-bench: %s\n", e.what());
     return 1;

@@ -24,6 +24,11 @@ commands:
               --pool (any value) only the client_pool rows
   idle        user-space bytes per idle server connection (--connections N, default 10000)
   stream      server-streamed items (128B, 4K, 1M; 1 and 64 streams) vs unary calls
+  discovery   N server processes registered in etcd (--servers, default 4), one client
+              balancing by key (consistent_hash, --keys distinct keys) vs a fixed list
+              (round robin): qps at the first --concurrency, key spread, keys remapped when
+              one server leaves. --registry etcd://host:port (default: start an etcd);
+              --policy consistent_hash|round_robin --calls N: only N such calls (callgrind)
   latency     c=1 P50/P99: polling off, busy-poll, adaptive poll, beside sockperf's
               blocking and spinning round trips (first --sizes entry, echoed; --rounds
               interleaved, median)
@@ -65,6 +70,8 @@ options:
                            `stream`: how far that window may grow (default 4M; the window
                            itself = fixed)
   --no-sockperf            `latency`: skip the sockperf rows
+  --servers N --keys N --registry URL --policy P
+                           `discovery` (see above)
   --csv FILE --json FILE --plot FILE.png
 )";
 
@@ -193,6 +200,20 @@ options parse_options(int argc, char** argv) {
     } else if (a == "--max-stream-window") {
       o.max_stream_window =
           static_cast<std::size_t>(std::atoll(value("--max-stream-window").c_str()));
+    } else if (a == "--servers") {
+      o.servers = std::atoi(value("--servers").c_str());
+      if (o.servers < 2) fail("--servers must be at least 2");
+    } else if (a == "--keys") {
+      o.keys = std::atoi(value("--keys").c_str());
+      if (o.keys < 1) fail("--keys must be positive");
+    } else if (a == "--registry") {
+      o.registry = value("--registry");
+    } else if (a == "--policy") {
+      o.policy = value("--policy");
+      if (o.policy != "consistent_hash" && o.policy != "round_robin")
+        fail("--policy is consistent_hash or round_robin");
+    } else if (a == "--name") {
+      o.name = value("--name");
     } else if (a == "--rounds") {
       o.rounds = std::atoi(value("--rounds").c_str());
       if (o.rounds < 1) fail("--rounds must be positive");

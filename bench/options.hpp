@@ -56,6 +56,13 @@ struct options {
   std::size_t max_stream_window = 0;  // client_config::max_stream_window (0 = the default)
   bool sockperf = true;               // latency: also run sockperf (--no-sockperf skips it)
   int rounds = 3;                     // latency: interleaved rounds, the median is reported
+  // `discovery` (discovery_bench.cpp): server processes, keys, the etcd to register in ("" =
+  // start one), and with --policy only that policy's calls (for callgrind: --calls of them).
+  int servers = 4;
+  int keys = 10000;
+  std::string registry;
+  std::string policy;
+  std::string name;  // discovery-server: the instance's name, answered to lookups
 };
 
 // The ibv_config --transport rdma uses: --rdma-provider/-device/-port/-gid-index over the

@@ -266,6 +266,14 @@ std::string status_page(const metrics::server_snapshot& s, const server_config& 
   row("frame_read_timeout", std::to_string(config.frame_read_timeout.count()) + " ms");
   row("write_timeout", std::to_string(config.write_timeout.count()) + " ms");
   row("metrics", config.metrics ? "on" : "off");
+  if (s.has_registry) {
+    row("registry", s.registry.url);
+    row("registry key", s.registry.key);
+    row("registry state",
+        s.registry.state + (s.registry.last_error.empty()
+                                ? std::string()
+                                : " (last error: " + s.registry.last_error + ")"));
+  }
   out += "</table>\n";
 
   out +=

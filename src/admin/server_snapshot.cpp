@@ -2,6 +2,7 @@
 // (under the connection registry's lock, never taken per request).
 #include <chrono>
 
+#include "../discovery/server_presence.hpp"
 #include "../rdma/rdma_context.hpp"
 #include "../server/server_connection.hpp"
 #include "../server/server_core.hpp"
@@ -27,6 +28,18 @@ metrics::server_snapshot server_core::metrics_snapshot() const {
     s.has_workers = true;
     s.workers = {w->queued(),  w->queued_bytes(), w->busy(),
                  w->threads(), w->max_queued(),   w->max_queued_bytes()};
+  }
+  if (presence) {
+    if (auto r = presence->registry()) {
+      s.has_registry = true;
+      s.registry = {r->registry,
+                    r->key,
+                    discovery::to_string(r->state),
+                    r->last_error,
+                    r->state == discovery::registry_state::registered,
+                    r->failures,
+                    r->registered};
+    }
   }
   s.transport = stats.snapshot();
   const auto now = std::chrono::steady_clock::now();

@@ -1,21 +1,54 @@
 #include "corvid/client/load_balancer.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <unordered_map>
 
+#include "corvid/sync_wait.hpp"
+
+#include "../discovery/endpoint_source.hpp"
 #include "../metrics/client_metrics_access.hpp"
+#include "hash_ring.hpp"
 
 namespace corvid {
 
 using steady = std::chrono::steady_clock;
 
+load_balancer::load_balancer(lb_config config)
+    : config_(std::move(config)), ring_(std::make_unique<detail::hash_ring>()) {}
+
+load_balancer::~load_balancer() {
+  source_.reset();  // its thread hands endpoints to this balancer: it goes first
+  {
+    std::lock_guard lk(mutex_);
+    stopping_ = true;
+  }
+  health_cv_.notify_all();
+  if (health_thread_.joinable()) health_thread_.join();
+}
+
 std::shared_ptr<load_balancer> load_balancer::create(std::vector<lb_endpoint> endpoints,
                                                      lb_config config) {
   std::shared_ptr<load_balancer> lb(new load_balancer(std::move(config)));
   for (auto& e : endpoints) lb->add_endpoint(std::move(e));
+  lb->start_health_checks();
   return lb;
 }
 
-void load_balancer::add_endpoint(lb_endpoint endpoint) {
+task<expected<std::shared_ptr<load_balancer>, rpc_error>> load_balancer::open(std::string url,
+                                                                              lb_config config) {
+  std::shared_ptr<load_balancer> lb(new load_balancer(std::move(config)));
+  auto source = discovery::open_source(url, lb->config_,
+                                       [raw = lb.get()](std::vector<lb_endpoint> endpoints) {
+                                         raw->set_endpoints(std::move(endpoints));
+                                       });
+  if (!source) co_return unexpected(std::move(source).error());
+  lb->source_ = std::move(*source);
+  lb->start_health_checks();
+  co_return lb;
+}
+
+std::shared_ptr<load_balancer::node> load_balancer::make_node(lb_endpoint endpoint) {
   auto n = std::make_shared<node>();
   n->pool = client_pool::create(endpoint.address, config_.pool);
   // config_ holds the metrics object, and so the counters, for the balancer's lifetime.
@@ -24,24 +57,84 @@ void load_balancer::add_endpoint(lb_endpoint endpoint) {
   }
   n->endpoint = std::move(endpoint);
   if (n->endpoint.weight == 0) n->endpoint.weight = 1;
+  if (n->endpoint.id.empty()) n->endpoint.id = n->endpoint.address;
+  return n;
+}
+
+void load_balancer::rebuild_ring_locked() {
+  if (config_.policy != lb_policy::consistent_hash) return;
+  std::vector<std::string> ids;
+  ids.reserve(nodes_.size());
+  for (const auto& n : nodes_) ids.push_back(n->endpoint.id);
+  ring_->build(ids);
+}
+
+void load_balancer::add_endpoint(lb_endpoint endpoint) {
+  auto n = make_node(std::move(endpoint));
   std::lock_guard lk(mutex_);
   nodes_.push_back(std::move(n));
+  rebuild_ring_locked();
 }
 
 bool load_balancer::remove_endpoint(const std::string& address) {
   std::lock_guard lk(mutex_);
   // Calls in flight hold their node (and so its pool) until they end.
-  return std::erase_if(nodes_, [&](const auto& n) { return n->endpoint.address == address; }) > 0;
+  const bool removed =
+      std::erase_if(nodes_, [&](const auto& n) { return n->endpoint.address == address; }) > 0;
+  if (removed) rebuild_ring_locked();
+  return removed;
 }
 
-expected<load_balancer::picked, rpc_error> load_balancer::pick() {
+void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
+  // One node per address (a restarted server may briefly be registered twice); an endpoint
+  // that stays keeps its node: its pool, connections and ejection state.
+  std::unordered_map<std::string, lb_endpoint> wanted;
+  for (auto& e : endpoints) {
+    if (e.id.empty()) e.id = e.address;
+    wanted.try_emplace(e.address, std::move(e));
+  }
+  std::lock_guard lk(mutex_);
+  std::erase_if(nodes_, [&](const auto& n) { return !wanted.contains(n->endpoint.address); });
+  for (auto& n : nodes_) {
+    auto it = wanted.find(n->endpoint.address);
+    n->endpoint.weight = std::max(1u, it->second.weight);
+    n->endpoint.id = it->second.id;
+    wanted.erase(it);
+  }
+  for (auto& [address, e] : wanted) nodes_.push_back(make_node(std::move(e)));
+  // A stable order (by id): round robin and the ring do not depend on hand-over order.
+  std::sort(nodes_.begin(), nodes_.end(),
+            [](const auto& a, const auto& b) { return a->endpoint.id < b->endpoint.id; });
+  rebuild_ring_locked();
+}
+
+std::vector<lb_endpoint> load_balancer::endpoints() const {
+  std::lock_guard lk(mutex_);
+  std::vector<lb_endpoint> out;
+  out.reserve(nodes_.size());
+  for (const auto& n : nodes_) out.push_back(n->endpoint);
+  return out;
+}
+
+expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view hash_key,
+                                                               const node* avoid) {
   std::lock_guard lk(mutex_);
   if (nodes_.empty()) return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoints"));
   const auto now = steady::now();
   std::vector<node*> healthy;
   healthy.reserve(nodes_.size());
   for (auto& n : nodes_) {
-    if (n->ejected_until <= now && !n->probing) healthy.push_back(n.get());
+    n->usable = n->ejected_until <= now && !n->probing && n.get() != avoid &&
+                !n->not_serving.load(std::memory_order_relaxed);
+    if (n->usable) healthy.push_back(n.get());
+  }
+  if (healthy.empty()) {
+    // Every endpoint says it is not serving (or draining): better to try them than to fail
+    // every call here.
+    for (auto& n : nodes_) {
+      n->usable = n->ejected_until <= now && !n->probing && n.get() != avoid;
+      if (n->usable) healthy.push_back(n.get());
+    }
   }
   auto shared = [&](node* raw, bool probe) {
     for (auto& n : nodes_) {
@@ -49,7 +142,7 @@ expected<load_balancer::picked, rpc_error> load_balancer::pick() {
     }
     return picked{};
   };
-  // An ejected endpoint whose back-off has passed gets exactly one probe call.
+  // An ejected endpoint whose back-off has passed gets exactly one probe.
   for (auto* n : healthy) {
     if (n->ejections > 0) {
       n->probing = true;
@@ -79,6 +172,24 @@ expected<load_balancer::picked, rpc_error> load_balancer::pick() {
     case lb_policy::random:
       chosen = healthy[std::uniform_int_distribution<std::size_t>(0, healthy.size() - 1)(rng_)];
       break;
+    case lb_policy::consistent_hash:
+      if (!hash_key.empty() && !ring_->empty()) {
+        std::size_t total = 0;
+        for (auto* n : healthy) total += n->in_flight.load(std::memory_order_relaxed);
+        // Bounded load: at most ceil(c * average) calls in flight, this one counted.
+        const auto cap = static_cast<std::size_t>(
+            std::ceil(std::max(1.0, config_.hash_load_factor) * static_cast<double>(total + 1) /
+                      static_cast<double>(healthy.size())));
+        const auto i = ring_->find(detail::hash_ring::hash(hash_key), [&](std::size_t owner) {
+          const node& n = *nodes_[owner];
+          return n.usable && n.in_flight.load(std::memory_order_relaxed) + 1 <= cap;
+        });
+        if (i >= 0) {
+          chosen = nodes_[static_cast<std::size_t>(i)].get();
+          break;
+        }
+      }
+      [[fallthrough]];  // no key: power of two choices
     case lb_policy::power_of_two_choices: {
       std::uniform_int_distribution<std::size_t> d(0, healthy.size() - 1);
       node* a = healthy[d(rng_)];
@@ -90,7 +201,50 @@ expected<load_balancer::picked, rpc_error> load_balancer::pick() {
       break;
     }
   }
+  // Counted here, under the lock: concurrent picks see each other's calls (the load bound).
+  chosen->in_flight.fetch_add(1, std::memory_order_relaxed);
   return shared(chosen, false);
+}
+
+task<bool> load_balancer::probe(std::shared_ptr<node> n) {
+  const auto timeout = std::max(config_.eject_base, std::chrono::milliseconds(100));
+  auto r = co_await n->pool->call_for<&health_service::check>(timeout);
+  // A server from before the health method still answered: it is reachable.
+  const bool reachable = r || r.error().code() == rpc_errc::function_not_found;
+  const bool serving = !r || *r == health_status::serving;
+  n->not_serving.store(reachable && !serving, std::memory_order_relaxed);
+  // Unanswered (timeout included) re-ejects it, with a longer back-off.
+  report(*n, true, reachable ? rpc_errc::ok : rpc_errc::connect_failed);
+  co_return reachable&& serving;
+}
+
+void load_balancer::start_health_checks() {
+  if (config_.health_check_interval.count() <= 0) return;
+  health_thread_ = std::thread([this] {
+    std::unique_lock lk(mutex_);
+    while (!health_cv_.wait_for(lk, config_.health_check_interval, [&] { return stopping_; })) {
+      lk.unlock();
+      check_health_once();
+      lk.lock();
+    }
+  });
+}
+
+void load_balancer::check_health_once() {
+  std::vector<std::shared_ptr<node>> snapshot;
+  {
+    std::lock_guard lk(mutex_);
+    snapshot = nodes_;
+  }
+  for (auto& n : snapshot) {
+    auto r = sync_wait(n->pool->call_for<&health_service::check>(config_.health_check_interval));
+    if (r) {
+      n->not_serving.store(*r != health_status::serving, std::memory_order_relaxed);
+    } else if (r.error().code() == rpc_errc::function_not_found) {
+      n->not_serving.store(false, std::memory_order_relaxed);
+    }
+    // Unreachable: the calls' own failures eject it; the health check does not double them.
+  }
 }
 
 void load_balancer::report(node& n, bool probe, rpc_errc result) {
@@ -112,6 +266,7 @@ void load_balancer::report(node& n, bool probe, rpc_errc result) {
   }
   n.failures.fetch_add(1, std::memory_order_relaxed);
   if (n.metrics != nullptr) n.metrics->failures.fetch_add(1, std::memory_order_relaxed);
+  if (unreachable && source_) source_->refresh_soon();  // DNS: look the name up again
   if (timed_out &&
       (config_.eject_after_timeouts == 0 || ++n.timeouts_in_a_row < config_.eject_after_timeouts)) {
     return;
@@ -132,7 +287,8 @@ std::vector<lb_endpoint_stats> load_balancer::stats() const {
   const auto now = steady::now();
   for (const auto& n : nodes_) {
     out.push_back({n->endpoint.address, n->calls.load(), n->failures.load(),
-                   n->ejected_until > now || n->probing, n->in_flight.load()});
+                   n->ejected_until > now || n->probing, n->in_flight.load(),
+                   n->not_serving.load()});
   }
   return out;
 }

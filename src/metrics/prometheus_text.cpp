@@ -68,6 +68,17 @@ std::string prometheus_text(const server_snapshot& s) {
              {{"transport", to_string(static_cast<transport_kind>(t))}}, d(by_transport[t]));
   }
 
+  if (s.has_registry) {
+    w.family("corvid_server_registry_registered", "gauge",
+             "1 while the server's key is registered (server_config::registry), else 0.");
+    w.sample("corvid_server_registry_registered", {{"registry", s.registry.url}},
+             s.registry.registered ? 1.0 : 0.0);
+    w.family("corvid_server_registry_failures_total", "counter",
+             "Requests to the registry that failed (it was out of reach or refused).");
+    w.sample("corvid_server_registry_failures_total", {{"registry", s.registry.url}},
+             d(s.registry.failures));
+  }
+
   w.family("corvid_server_memory_bytes", "gauge",
            "Bytes charged to each memory tracker (rpc_server::memory()), by tracker path.");
   memory_tree(w, s.memory, "", false);

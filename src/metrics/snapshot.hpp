@@ -47,6 +47,13 @@ struct worker_row {
   std::uint64_t max_queued = 0, max_queued_bytes = 0;
 };
 
+// server_config::registry: the server's registration (src/discovery/registration.hpp).
+struct registry_row {
+  std::string url, key, state, last_error;
+  bool registered = false;
+  std::uint64_t failures = 0, registrations = 0;
+};
+
 struct server_snapshot {
   std::vector<method_totals> methods;  // registered methods, then requests naming none
   std::vector<connection_row> connections;
@@ -59,6 +66,8 @@ struct server_snapshot {
   rdma_pool_row rdma_pool;
   bool has_workers = false;  // a blocking handler is registered: `workers` is filled in
   worker_row workers;
+  bool has_registry = false;  // a registry is configured: `registry` is filled in
+  registry_row registry;
 };
 
 // Sums the shards' method stats (methods never called have all-zero totals).

@@ -6,6 +6,7 @@
 #include <asio/post.hpp>
 
 #include "../admin/admin_listener.hpp"
+#include "../discovery/server_presence.hpp"
 #include "../metrics/prometheus_text.hpp"
 #include "../rdma/rdma_context.hpp"
 #include "../runtime/endpoint.hpp"
@@ -347,9 +348,18 @@ rpc_server::rpc_server(std::size_t io_threads, std::uint16_t port)
       }()) {}
 
 rpc_server::rpc_server(server_config config)
-    : core_(std::make_unique<detail::server_core>(std::move(config))) {}
+    : core_(std::make_unique<detail::server_core>(std::move(config))) {
+  core_->presence = std::make_shared<discovery::server_presence>();
+  // Every corvid server answers the health method (protocol/health.hpp).
+  register_handler<&health_service::check, &health_service::watch>(&core_->presence->health);
+}
 
-rpc_server::~rpc_server() = default;
+rpc_server::~rpc_server() {
+  // Deregister before the core drains (its destructor); never on the server's own threads.
+  if (core_->started()) core_->presence->begin_stop(core_->config);
+}
+
+void rpc_server::set_serving(bool serving) { core_->presence->set_serving(serving); }
 
 void rpc_server::add_handler(std::uint32_t id, std::string_view name, void* object,
                              detail::invoke_fn fn, bool blocking) {
@@ -381,17 +391,37 @@ rpc_error rpc_server::init_tls(tls_config config) {
 
 rpc_error rpc_server::reload_tls() { return core_->reload_tls(); }
 
-rpc_error rpc_server::async_start() { return core_->async_start(); }
+rpc_error rpc_server::async_start() {
+  if (auto e = discovery::server_presence::check(core_->config)) return e;
+  if (auto e = core_->async_start()) return e;
+  if (auto e = core_->presence->start(core_->config, core_->bound_port, core_->reactor_count())) {
+    stop();
+    return e;
+  }
+  return {};
+}
 
 rpc_error rpc_server::start() {
   if (!core_->started()) {
-    if (auto ec = core_->async_start()) return ec;
+    if (auto ec = async_start()) return ec;
   }
   core_->wait_stopped();
   return {};
 }
 
 void rpc_server::stop() {
+  // Balancers first: health says draining, the registration goes (and drain_delay passes)
+  // while the server still answers. Inside a handler the wait is skipped, not the rest.
+  if (core_->started()) {
+    if (core_->on_own_thread()) {
+      auto presence = core_->presence;
+      server_config no_delay;
+      no_delay.drain_delay = std::chrono::milliseconds(0);
+      presence->begin_stop(no_delay);
+    } else {
+      core_->presence->begin_stop(core_->config);
+    }
+  }
   core_->begin_stop();
   if (!core_->on_own_thread()) core_->wait_stopped();
 }

@@ -32,6 +32,9 @@
 namespace corvid::rdma {
 class rdma_context;
 }
+namespace corvid::discovery {
+class server_presence;
+}
 
 namespace asio::ssl {
 class context;
@@ -104,6 +107,8 @@ class server_core {
   std::uint16_t bound_port = 0;
   stats_counters stats;
   std::shared_ptr<rdma::rdma_context> rdma;  // set by init_ibv(), before start
+  // Health method and registry (src/discovery/server_presence.hpp); set by rpc_server.
+  std::shared_ptr<discovery::server_presence> presence;
   std::size_t connection_count() const;
   bool started() const;
   rpc_error init_tls(tls_config config);

@@ -1,31 +1,56 @@
 #pragma once
 // load_balancer: calls spread over several endpoints, each with its own client_pool.
 // Endpoints whose connections fail are ejected for a growing back-off, then probed with one
-// call and restored when it succeeds. Endpoints can be added and removed while running.
+// with the health method (protocol/health.hpp) and restored when it answers serving.
+// Endpoints can be added and removed while running, or followed by name (open()).
 //
 //   auto lb = corvid::load_balancer::create({{"10.0.0.1:9000"}, {"10.0.0.2:9000", 2}}, cfg);
 //   auto r = co_await lb->call<echo>("hello");          // or call_for / call_with
+//   auto named = co_await corvid::load_balancer::open("etcd://10.0.0.9:2379/services/echo");
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "corvid/client/client_pool.hpp"
+#include "corvid/protocol/health.hpp"
 
 namespace corvid {
 
 namespace metrics {
 struct lb_counters;  // src/metrics: an endpoint's balancer counters (client_config::metrics)
 }
+namespace discovery {
+class endpoint_source;  // src/discovery: what open() follows
+}
+namespace detail {
+class hash_ring;  // src/client/hash_ring.hpp
+}
 
-enum class lb_policy { round_robin, weighted_round_robin, random, power_of_two_choices };
+enum class lb_policy {
+  round_robin,
+  weighted_round_robin,
+  random,
+  power_of_two_choices,
+  // Consistent hashing with bounded load (call_options::hash_key): a key keeps its endpoint
+  // while that endpoint is up and carries at most hash_load_factor times the average calls
+  // in flight; past that the call spills to the next endpoint on the ring. Removing one of N
+  // endpoints moves only its ~1/N of the keys. Calls without a key: power of two choices.
+  consistent_hash,
+};
 
 struct lb_endpoint {
   std::string address;  // "host:port" or "unix:/path"
   unsigned weight = 1;  // weighted_round_robin only
+  // The instance's identity, which places it on the consistent-hash ring (a registered
+  // server's instance id); empty = the address.
+  std::string id{};
 };
 
 struct lb_config {
@@ -40,6 +65,19 @@ struct lb_config {
   // that went silent (no FIN, no RST) answers nothing, but its connection stays up until a
   // heartbeat gives up on it. 0 = timeouts never eject.
   unsigned eject_after_timeouts = 5;
+  // consistent_hash: no endpoint takes a keyed call while it has more than this times the
+  // average calls in flight (rounded up); >= 1.
+  double hash_load_factor = 1.25;
+  // Every this long, each endpoint is asked the health method; one answering not_serving
+  // or draining gets no new calls until it answers serving again (0 = never ask; ejected
+  // endpoints are still probed with it).
+  std::chrono::milliseconds health_check_interval{0};
+  // open("file://..."): how often the file is checked for a change.
+  std::chrono::milliseconds file_poll_interval{250};
+  // open("dns://..."): the DNS server ("127.0.0.1:5353"; empty = the system's resolv.conf)
+  // and how often the name is looked up again (also soon after an endpoint fails).
+  std::string dns_server;
+  std::chrono::milliseconds dns_refresh_interval{30000};
 };
 
 struct lb_endpoint_stats {
@@ -48,45 +86,60 @@ struct lb_endpoint_stats {
   std::uint64_t failures = 0;
   bool ejected = false;
   std::size_t in_flight = 0;
+  bool not_serving = false;  // its health method said not_serving or draining
 };
 
 class load_balancer : public std::enable_shared_from_this<load_balancer> {
  public:
   static std::shared_ptr<load_balancer> create(std::vector<lb_endpoint> endpoints,
                                                lb_config config = {});
+  // A balancer that follows a name: "etcd://host:port/prefix" (servers registered with
+  // server_config::registry), "list://h1:9000,h2:9000", "file:///path" (one address per
+  // line, re-read on change) or "dns://name:port" (re-resolved every dns_refresh_interval and
+  // after an endpoint fails). The first lookup happens here, on the caller's thread (bounded
+  // by a 2 s timeout), so a bad name or an unreachable registry is this call's error; after
+  // that, an origin out of reach leaves the endpoints as they were last known.
+  static task<expected<std::shared_ptr<load_balancer>, rpc_error>> open(std::string url,
+                                                                        lb_config config = {});
+  ~load_balancer();
+  // The endpoints followed now.
+  std::vector<lb_endpoint> endpoints() const;
   void add_endpoint(lb_endpoint endpoint);
   // Stops routing to it; its pool (and connections) go away once calls on it have ended.
   bool remove_endpoint(const std::string& address);
 
-  // The pool's calls, on the endpoint the policy picks.
+  // The pool's calls, on the endpoint the policy picks. A call that could not reach its
+  // endpoint (connect_failed, or rpc_error::request_unsent()) is sent once more, elsewhere:
+  // each attempt gets its own copy of the arguments.
   template <auto F, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
     co_return co_await routed<expected<detail::client_result_t<F>, rpc_error>>(
-        [&](client_pool& p) { return p.template call<F>(std::move(args)...); });
+        [&](client_pool& p) { return p.template call<F>(args...); });
   }
   template <auto F, class Rep, class Period, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call_for(
       std::chrono::duration<Rep, Period> timeout, Args... args) {
     co_return co_await routed<expected<detail::client_result_t<F>, rpc_error>>(
-        [&](client_pool& p) { return p.template call_for<F>(timeout, std::move(args)...); });
+        [&](client_pool& p) { return p.template call_for<F>(timeout, args...); });
   }
   template <auto F, class... Args>
   task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
       call_options options, Args... args) {
     co_return co_await routed<expected<with_attachment<detail::client_result_t<F>>, rpc_error>>(
-        [&](client_pool& p) { return p.template call_with<F>(options, std::move(args)...); });
+        [&](client_pool& p) { return p.template call_with<F>(options, args...); },
+        options.hash_key);
   }
 
   // Streams, opened on the endpoint the policy picks (a failure to open counts against it).
   template <auto F, class... Args>
   task<expected<stream_reader_t<F>, rpc_error>> stream(Args... args) {
     co_return co_await routed<expected<stream_reader_t<F>, rpc_error>>(
-        [&](client_pool& p) { return p.template stream<F>(std::move(args)...); });
+        [&](client_pool& p) { return p.template stream<F>(args...); });
   }
   template <auto F, class... Args>
   task<expected<open_stream_t<F>, rpc_error>> open_stream(Args... args) {
     co_return co_await routed<expected<open_stream_t<F>, rpc_error>>(
-        [&](client_pool& p) { return p.template open_stream<F>(std::move(args)...); });
+        [&](client_pool& p) { return p.template open_stream<F>(args...); });
   }
 
   std::vector<lb_endpoint_stats> stats() const;
@@ -97,6 +150,7 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
     std::shared_ptr<client_pool> pool;
     std::atomic<std::size_t> in_flight{0};
     std::atomic<std::uint64_t> calls{0}, failures{0};
+    std::atomic<bool> not_serving{false};     // health method: not_serving or draining
     metrics::lb_counters* metrics = nullptr;  // null: metrics off
     // Under the balancer's mutex:
     std::chrono::steady_clock::time_point ejected_until{};
@@ -104,32 +158,65 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
     unsigned timeouts_in_a_row = 0;
     bool probing = false;  // a probe call is out; others still avoid the endpoint
     long long current_weight = 0;
+    bool usable = false;  // pick()'s scratch: may take this call
   };
   struct picked {
     std::shared_ptr<node> n;
     bool probe = false;  // the one call that decides whether an ejected endpoint returns
   };
-  explicit load_balancer(lb_config config) : config_(std::move(config)) {}
-  expected<picked, rpc_error> pick();
+  explicit load_balancer(lb_config config);
+  // `avoid`: an endpoint the call could not reach a moment ago.
+  expected<picked, rpc_error> pick(std::string_view hash_key, const node* avoid);
   void report(node& n, bool probe, rpc_errc result);
+  // The probe of an ejected endpoint: its health method, so no user call risks a dead one.
+  task<bool> probe(std::shared_ptr<node> n);
+  std::shared_ptr<node> make_node(lb_endpoint endpoint);
+  void rebuild_ring_locked();
+  // What open()'s source hands over: the whole set, applied as a difference.
+  void set_endpoints(std::vector<lb_endpoint> endpoints);
+  void start_health_checks();
+  void check_health_once();
 
   template <class R, class Invoke>
-  task<R> routed(Invoke invoke) {
-    auto p = pick();
-    if (!p) co_return unexpected(std::move(p).error());
-    node& n = *p->n;  // p holds the node (and its pool) until the call ends
-    n.in_flight.fetch_add(1, std::memory_order_relaxed);
-    R r = co_await invoke(*n.pool);
-    n.in_flight.fetch_sub(1, std::memory_order_relaxed);
-    report(n, p->probe, r.has_value() ? rpc_errc::ok : r.error().code());
-    co_return r;
+  task<R> routed(Invoke invoke, std::string_view hash_key = {}) {
+    std::shared_ptr<node> avoid;
+    for (int attempt = 0, probes = 0;;) {
+      auto p = pick(hash_key, avoid.get());
+      if (!p) co_return unexpected(std::move(p).error());
+      // A failed probe re-ejects the endpoint, so the next pick goes elsewhere.
+      if (p->probe && !co_await probe(p->n)) {
+        if (++probes > 8) {
+          co_return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoint answers"));
+        }
+        continue;
+      }
+      node& n = *p->n;  // p holds the node (and its pool) until the call ends
+      if (p->probe) n.in_flight.fetch_add(1, std::memory_order_relaxed);  // pick() counts others
+      R r = co_await invoke(*n.pool);
+      n.in_flight.fetch_sub(1, std::memory_order_relaxed);
+      report(n, false, r.has_value() ? rpc_errc::ok : r.error().code());
+      // A call that never reached its server (it stopped, died, or refused the connection)
+      // is safe to send once more, to another endpoint.
+      if (!r && attempt == 0 &&
+          (r.error().code() == rpc_errc::connect_failed || r.error().request_unsent())) {
+        avoid = std::move(p->n);
+        ++attempt;
+        continue;
+      }
+      co_return r;
+    }
   }
 
   const lb_config config_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<node>> nodes_;
+  std::unique_ptr<detail::hash_ring> ring_;  // nodes_' ids, in nodes_' order
   std::size_t next_ = 0;
   std::minstd_rand rng_{std::random_device{}()};
+  std::unique_ptr<discovery::endpoint_source> source_;  // open(); stopped first
+  std::thread health_thread_;                           // health_check_interval
+  std::condition_variable health_cv_;
+  bool stopping_ = false;  // under mutex_
 };
 
 }  // namespace corvid

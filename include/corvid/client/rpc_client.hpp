@@ -44,6 +44,9 @@ struct call_options {
   // The trace context the call carries (copied when it is made); null: the current one
   // (trace_scope.hpp), which inside a traced handler is its request_context::trace().
   const trace_context* trace = nullptr;
+  // load_balancer with lb_policy::consistent_hash: the bytes that pick the endpoint (calls
+  // with equal keys go to the same one while it is up and not overloaded); empty = no key.
+  std::string_view hash_key{};
 };
 
 // What co_await stream<F>(...) and open_stream<F>(...) yield (for pools and balancers).

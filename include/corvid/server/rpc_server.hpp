@@ -113,10 +113,16 @@ class rpc_server {
   // async_start() unless already started, then blocks until the server has stopped.
   // Returns the start error, if any.
   rpc_error start();
-  // Graceful stop: no new connections, in-flight calls finish (up to stop_timeout), replies
-  // are flushed, connections close. Safe from any thread, including inside a handler (then it
-  // only begins the stop; start() or the destructor completes it). Idempotent.
+  // Graceful stop: the health method answers draining and a registration (server_config::
+  // registry) is deleted, then drain_delay passes; then no new connections, in-flight calls
+  // finish (up to stop_timeout), replies are flushed, connections close. Safe from any thread,
+  // including inside a handler (then it only begins the stop; start() or the destructor completes
+  // it). Idempotent.
   void stop();
+
+  // What the built-in health method (protocol/health.hpp) answers: serving, or not_serving
+  // while false (balancers that check health route elsewhere). stop() makes it draining.
+  void set_serving(bool serving);
 
   // The bound port (after a successful start).
   std::uint16_t port() const noexcept;

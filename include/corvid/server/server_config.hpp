@@ -149,6 +149,21 @@ struct server_config {
   // that calls other services passes the object its clients, pools or balancers report into
   // (client_config::metrics), so one scrape shows both sides. Null = none.
   std::shared_ptr<corvid::client_metrics> client_metrics;
+
+  // Service discovery (README "Many servers"). With a registry, the server registers while
+  // it serves: a lease of registry_ttl and the key <prefix>/<instance_id> whose value (JSON)
+  // gives advertise_address, registry_weight, the reactor count and the protocol version;
+  // load_balancer::open() on the same URL follows it. stop() deletes the key and revokes the
+  // lease, then waits drain_delay, before it drains. A registry out of reach never stops the
+  // server: it retries with back-off (state on /status, /metrics and in the log).
+  std::string registry;  // "etcd://host:port/prefix"; empty = no registration
+  // What clients should dial; empty = the listen address and bound port (the host's name
+  // for a wildcard address).
+  std::string advertise_address;
+  std::chrono::seconds registry_ttl{10};
+  unsigned registry_weight = 1;
+  std::string instance_id;  // the key's last part and the ring position; empty = random
+  std::chrono::milliseconds drain_delay{500};  // with a registry only
 };
 
 }  // namespace corvid

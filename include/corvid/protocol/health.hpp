@@ -1,0 +1,34 @@
+#pragma once
+// The health method every corvid server answers (registered by rpc_server itself):
+//
+//   auto s = co_await client.call<&corvid::health_service::check>();   // health_status
+//   auto w = co_await client.stream<&corvid::health_service::watch>(); // each change
+//
+// serving: taking calls. not_serving: up, but asked not to get calls (rpc_server::
+// set_serving(false), e.g. while warming up). draining: stop() has begun; calls still in
+// flight finish, new ones belong elsewhere. Balancers probe ejected endpoints with it and
+// stop routing to one that is not serving (lb_config::health_check_interval). An open enum:
+// a status a newer server adds reads as "not serving" to an older client.
+#include <atomic>
+#include <cstdint>
+
+#include "corvid/stream/stream.hpp"
+
+namespace corvid {
+
+enum class health_status : std::uint8_t { serving = 0, not_serving = 1, draining = 2 };
+
+class health_service {
+ public:
+  health_status check() { return status_.load(std::memory_order_relaxed); }
+  // The status now, then each change (seen within 50 ms), and the status again every 30 s
+  // so the stream never idles out; ends after it has said draining, so it never holds up
+  // the drain it announces.
+  stream<health_status> watch();
+  void set(health_status s) noexcept { status_.store(s, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<health_status> status_{health_status::serving};
+};
+
+}  // namespace corvid

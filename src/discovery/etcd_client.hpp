@@ -1,0 +1,85 @@
+#pragma once
+// etcd v3 through its JSON gateway (HTTP/1.1,
+// https://etcd.io/docs/v3.4/dev-guide/api_grpc_gateway/), spoken by libcurl with nlohmann::json:
+// leases, puts, deletes, ranges and a watch read as a streaming response. Blocking; one client per
+// thread (a curl handle is not shareable).
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "corvid/error.hpp"
+#include "corvid/expected.hpp"
+
+namespace corvid::discovery {
+
+struct etcd_kv {
+  std::string key;
+  std::string value;
+  std::int64_t mod_revision = 0;
+};
+
+struct etcd_range {
+  std::vector<etcd_kv> kvs;
+  std::int64_t revision = 0;  // the store's revision the range was read at
+};
+
+struct etcd_event {
+  bool deleted = false;
+  etcd_kv kv;
+};
+
+// How a watch ended.
+enum class watch_end {
+  stopped,    // the stop flag was raised
+  broken,     // the stream or connection broke (etcd restarted, unreachable): resume it
+  compacted,  // the start revision was compacted away: range again
+};
+
+class etcd_client {
+ public:
+  // endpoint: "host:port". `stop`, when set, aborts a request in progress once raised.
+  etcd_client(std::string endpoint, std::chrono::milliseconds timeout,
+              const std::atomic<bool>* stop = nullptr);
+  ~etcd_client();
+  etcd_client(const etcd_client&) = delete;
+  etcd_client& operator=(const etcd_client&) = delete;
+
+  expected<std::int64_t, rpc_error> grant(std::chrono::seconds ttl);  // the lease id
+  // The TTL left; 0 = the lease has expired (or is unknown), so it must be granted again.
+  expected<std::int64_t, rpc_error> keep_alive(std::int64_t lease);
+  rpc_error revoke(std::int64_t lease);
+  rpc_error put(std::string_view key, std::string_view value, std::int64_t lease = 0);
+  rpc_error erase(std::string_view key);
+  expected<etcd_range, rpc_error> range_prefix(std::string_view prefix);
+  rpc_error compact(std::int64_t revision);  // drops the history before `revision`
+  // Watches the keys under `prefix` from `start_revision`, calling `on_events` with each
+  // batch and the revision it brings the watcher to, until the stream ends. `on_created`
+  // runs once etcd has accepted the watch.
+  watch_end watch_prefix(
+      std::string_view prefix, std::int64_t start_revision,
+      const std::function<void(const std::vector<etcd_event>&, std::int64_t revision)>& on_events,
+      const std::function<void()>& on_created = {});
+
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+ private:
+  struct curl_state;
+  std::string endpoint_;
+  std::chrono::milliseconds timeout_;
+  const std::atomic<bool>* stop_;
+  std::unique_ptr<curl_state> curl_;
+};
+
+// "etcd://host:port/prefix" -> endpoint and prefix (without a trailing '/').
+struct etcd_url {
+  std::string endpoint;
+  std::string prefix;
+};
+expected<etcd_url, rpc_error> parse_etcd_url(std::string_view url);
+
+}  // namespace corvid::discovery

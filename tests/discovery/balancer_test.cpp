@@ -1,0 +1,209 @@
+// load_balancer::open() on list:// and file://, consistent hashing with bounded load through
+// real servers, and the health method (serving / not_serving / draining).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "connect.hpp"
+#include "discovery_support.hpp"
+
+namespace discovery_test {
+namespace {
+
+using corvid::test::eventually;
+using corvid::test::patience;
+
+TEST(open, rejects_bad_names_with_a_clear_error) {
+  for (const char* url : {"ftp://x", "list://", "list://hostwithoutport", "etcd://127.0.0.1:1",
+                          "etcd://nohostport/prefix", "dns://noport", "file:///nonexistent/file"}) {
+    auto lb = corvid::sync_wait(corvid::load_balancer::open(url));
+    ASSERT_FALSE(lb) << url;
+    EXPECT_FALSE(lb.error().message().empty()) << url;
+  }
+}
+
+TEST(open, list_names_fixed_endpoints) {
+  named_server a("a"), b("b");
+  auto lb = open_balancer("list://" + a.endpoint() + ", " + b.endpoint());
+  std::vector<std::string> want{a.endpoint(), b.endpoint()};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(addresses(*lb), want);
+  EXPECT_EQ(spread(*lb, 100), (std::map<std::string, int>{{"a", 50}, {"b", 50}}));
+}
+
+TEST(open, file_is_read_again_when_it_changes) {
+  named_server a("a"), b("b");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("corvid-endpoints-" + std::to_string(::getpid())))
+          .string();
+  std::ofstream(path) << "# the echo service\n" << a.endpoint() << "\n";
+  corvid::lb_config cfg;
+  cfg.file_poll_interval = 20ms;
+  auto lb = open_balancer("file://" + path, cfg);
+  EXPECT_EQ(addresses(*lb), std::vector<std::string>{a.endpoint()});
+  // Replaced the way configuration tools do it: a new file renamed over the old one.
+  std::ofstream(path + ".new") << b.endpoint() << "\n\n";
+  std::filesystem::rename(path + ".new", path);
+  EXPECT_TRUE(eventually([&] { return addresses(*lb) == std::vector<std::string>{b.endpoint()}; },
+                         patience(5s)));
+  EXPECT_EQ(spread(*lb, 10), (std::map<std::string, int>{{"b", 10}}));
+  // A file that vanishes keeps the last endpoints.
+  std::filesystem::remove(path);
+  std::this_thread::sleep_for(100ms);  // several polls; nothing must change
+  EXPECT_EQ(addresses(*lb), std::vector<std::string>{b.endpoint()});
+}
+
+TEST(consistent_hash, a_key_stays_on_one_endpoint_and_two_clients_agree) {
+  named_server a("a"), b("b"), c("c");
+  corvid::lb_config cfg;
+  cfg.policy = corvid::lb_policy::consistent_hash;
+  auto url = "list://" + a.endpoint() + "," + b.endpoint() + "," + c.endpoint();
+  auto first = open_balancer(url, cfg);
+  // The second learns them in another order, as another process might.
+  auto second =
+      open_balancer("list://" + c.endpoint() + "," + a.endpoint() + "," + b.endpoint(), cfg);
+  std::set<std::string> used;
+  for (int k = 0; k < 60; ++k) {
+    const std::string key = "user:" + std::to_string(k);
+    auto s1 = spread(*first, 5, key);
+    auto s2 = spread(*second, 5, key);
+    ASSERT_EQ(s1.size(), 1u) << key;
+    EXPECT_EQ(s1, s2) << key;
+    used.insert(s1.begin()->first);
+  }
+  EXPECT_EQ(used.size(), 3u);  // 60 keys land on every endpoint
+  // Calls without a key still reach every endpoint (power of two choices).
+  EXPECT_EQ(spread(*first, 300).size(), 3u);
+}
+
+TEST(consistent_hash, a_hot_key_spills_past_the_load_bound) {
+  named_server a("a"), b("b"), c("c"), d("d");
+  corvid::lb_config cfg;
+  cfg.policy = corvid::lb_policy::consistent_hash;
+  cfg.hash_load_factor = 1.25;
+  auto lb = open_balancer(
+      "list://" + a.endpoint() + "," + b.endpoint() + "," + c.endpoint() + "," + d.endpoint(), cfg);
+  // 100 callers at once, each holding its call for a while: all in flight together.
+  constexpr int calls = 100;
+  std::map<std::string, int> seen;
+  std::mutex seen_mutex;
+  std::vector<std::thread> callers;
+  for (int i = 0; i < calls; ++i) {
+    callers.emplace_back([&] {
+      corvid::call_options o;
+      o.hash_key = "the-hot-key";
+      auto r = corvid::sync_wait(lb->call_with<&identity::hold>(o, 500));
+      std::lock_guard lk(seen_mutex);
+      ++seen[r ? r->value : "!" + std::string(corvid::to_string(r.error().code()))];
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(seen.count("!timeout") + seen.count("!connect_failed"), 0u);
+  // No pick saw more than `calls` in flight: none let a server hold more than
+  // ceil(1.25 * (calls + 1) / 4).
+  const int bound = ((calls + 1) * 125 + 399) / 400;
+  for (auto* s : {&a, &b, &c, &d}) EXPECT_LE(s->id().max_holding.load(), bound) << s->id().name;
+  EXPECT_GE(seen.size(), 2u);  // it spilled
+}
+
+TEST(health, answers_serving_not_serving_and_draining) {
+  auto cfg = server_config();
+  named_server s("s", cfg);
+  auto pool = corvid::client_pool::create(s.endpoint());
+  auto ask = [&] {
+    return corvid::sync_wait(pool->call<&corvid::health_service::check>());
+  };
+  ASSERT_TRUE(ask());
+  EXPECT_EQ(*ask(), corvid::health_status::serving);
+  s.server().set_serving(false);
+  EXPECT_EQ(*ask(), corvid::health_status::not_serving);
+  s.server().set_serving(true);
+  EXPECT_EQ(*ask(), corvid::health_status::serving);
+}
+
+TEST(health, watch_streams_each_change_and_ends_with_draining) {
+  auto cfg = server_config();
+  cfg.registry.clear();
+  named_server s("s", cfg);
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, s.endpoint())));
+  std::vector<corvid::health_status> seen;
+  std::thread watcher([&] {
+    corvid::sync_wait([&]() -> corvid::task<void> {
+      auto w = co_await client.stream<&corvid::health_service::watch>();
+      if (!w) {
+        ADD_FAILURE() << w.error().message();
+        co_return;
+      }
+      while (auto st = co_await w->next()) seen.push_back(*st);
+      EXPECT_FALSE(w->error()) << w->error().message();
+    }());
+  });
+  // Each status is held long enough (> the 50 ms poll) to be seen.
+  std::this_thread::sleep_for(200ms);
+  s.server().set_serving(false);
+  std::this_thread::sleep_for(200ms);
+  s.server().set_serving(true);
+  std::this_thread::sleep_for(200ms);
+  s.server().stop();  // the watch says draining and ends: the stop is not held up by it
+  watcher.join();
+  using hs = corvid::health_status;
+  EXPECT_EQ(seen, (std::vector<hs>{hs::serving, hs::not_serving, hs::serving, hs::draining}));
+}
+
+TEST(health, balancer_checking_health_avoids_a_server_not_serving) {
+  named_server a("a"), b("b");
+  corvid::lb_config cfg;
+  cfg.health_check_interval = 20ms;
+  auto lb = open_balancer("list://" + a.endpoint() + "," + b.endpoint(), cfg);
+  b.server().set_serving(false);
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (auto& st : lb->stats()) {
+          if (st.address == b.endpoint()) return st.not_serving;
+        }
+        return false;
+      },
+      patience(5s)));
+  EXPECT_EQ(spread(*lb, 40), (std::map<std::string, int>{{"a", 40}}));
+  b.server().set_serving(true);
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (auto& st : lb->stats()) {
+          if (st.address == b.endpoint()) return !st.not_serving;
+        }
+        return false;
+      },
+      patience(5s)));
+  EXPECT_EQ(spread(*lb, 40), (std::map<std::string, int>{{"a", 20}, {"b", 20}}));
+}
+
+TEST(health, an_ejected_endpoint_is_probed_with_the_health_method) {
+  named_server a("a");
+  auto b = std::make_unique<named_server>("b");
+  const std::string b_endpoint = b->endpoint();
+  corvid::lb_config cfg;
+  cfg.eject_base = 50ms;
+  auto lb = open_balancer("list://" + a.endpoint() + "," + b_endpoint, cfg);
+  EXPECT_EQ(spread(*lb, 10).size(), 2u);
+  const auto port = b->server().port();
+  b.reset();  // b goes away: calls that cannot reach it are sent elsewhere
+  auto seen = spread(*lb, 40);
+  // One call may have been written to b's connection just as b closed it: sent, so it is
+  // not safe to repeat (connection_closed). None may fail for want of reaching b.
+  EXPECT_GE(seen["a"], 39);
+  EXPECT_EQ(seen.count("!connect_failed"), 0u);
+  EXPECT_EQ(seen.count("b"), 0u);
+  // b returns on the same port: the probe (a health call) brings it back.
+  auto back_cfg = server_config();
+  back_cfg.port = port;
+  named_server b2("b", back_cfg);
+  EXPECT_TRUE(eventually([&] { return spread(*lb, 4).count("b") > 0; }, patience(5s)));
+}
+
+}  // namespace
+}  // namespace discovery_test
