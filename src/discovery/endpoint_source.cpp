@@ -1,5 +1,7 @@
 #include "endpoint_source.hpp"
 
+#include <cctype>
+
 namespace corvid::discovery {
 
 expected<std::vector<lb_endpoint>, rpc_error> parse_endpoint_list(std::string_view text,
@@ -28,6 +30,7 @@ expected<std::vector<lb_endpoint>, rpc_error> parse_endpoint_list(std::string_vi
 }
 
 namespace {
+// list://: nothing to follow.
 class fixed_source final : public endpoint_source {};
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Against a real etcd (tests/support/etcd_process.hpp): registration, following, and the
 // faults — a server SIGKILLed, a new one, etcd restarted, etcd out of reach, a graceful stop.
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "discovery/etcd_client.hpp"
@@ -194,7 +195,9 @@ TEST(etcd, watches_resume_after_etcd_restarts_and_calls_go_on_meanwhile) {
       },
       patience(10s)));
   const int before = calls.answered_by("a") + calls.answered_by("b");
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // etcd stays down for a while
+  // etcd stays down for a while: 3 s here, the 30 s with CORVID_TEST_ETCD_OUTAGE=30.
+  const char* outage = std::getenv("CORVID_TEST_ETCD_OUTAGE");
+  std::this_thread::sleep_for(std::chrono::seconds(outage != nullptr ? std::atoi(outage) : 3));
   EXPECT_GT(calls.answered_by("a") + calls.answered_by("b"), before + 100);
   EXPECT_EQ(addresses(*lb), known);  // never emptied because the registry is down
   etcd.start();
