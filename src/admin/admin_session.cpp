@@ -25,8 +25,7 @@ constexpr std::chrono::milliseconds linger{500};
 
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(admin_host& host, socket_type socket,
-          std::unique_ptr<detail::shared_slots::ticket> place)
+  session(admin_host& host, socket_type socket, std::unique_ptr<detail::shared_slots::ticket> place)
       : host_(host),
         memory_(host.admin_memory()),
         socket_(std::move(socket)),
