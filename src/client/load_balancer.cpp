@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "../metrics/client_metrics_access.hpp"
+#include "client_metrics_access.hpp"
 
 namespace corvid {
 

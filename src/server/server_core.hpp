@@ -26,7 +26,7 @@
 #include "../memory/server_memory.hpp"
 #include "../metrics/server_metrics.hpp"
 #include "../metrics/snapshot.hpp"
-#include "../transport/stats_counters.hpp"
+#include "../runtime/stats_counters.hpp"
 #include "method_limit.hpp"
 #include "worker_pool.hpp"
 
