@@ -169,10 +169,10 @@ int check_frames(std::string_view got, bool prefix, rpc_errc& first_error,
           "reply header does not decode");
     check(h.type == protocol::msg_type::response || h.type == protocol::msg_type::pong,
           "reply is neither a response nor a pong");
-    // A pong's function id states the server's reactor count (io_threads = 1 here).
-    const std::uint32_t function_id = h.type == protocol::msg_type::pong ? 1 : 0;
-    check(h.function_id == function_id && h.flags == 0 && h.timeout_ms == 0,
-          "reply function id / flags / timeout not as expected");
+    // A pong states the server's reactor count (io_threads = 1 here).
+    const std::uint32_t reactors = h.type == protocol::msg_type::pong ? 1 : 0;
+    check(h.function_id == 0 && h.reactors == reactors && h.flags == 0 && h.timeout_ms == 0,
+          "reply function id / reactors / flags / timeout not as expected");
     check(h.payload_size() <= max_frame, "reply over the server's own limit");
     if (prefix && got.size() < h.frame_size()) break;
     check(got.size() >= h.frame_size(), "reply stream ends inside a frame");

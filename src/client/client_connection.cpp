@@ -250,7 +250,7 @@ void client_connection::on_connected(std::uint64_t epoch) {
     if (config_.ask_server_reactors) {
       // A ping first: the server's pong states its reactor count (docs/protocol.md, "Control
       // frames"). Not a heartbeat, so not counted in pings_sent.
-      append_control_frame(pending_, protocol::msg_type::ping, 0);
+      append_header_frame(pending_, protocol::make_ping(0));
       kick = schedule_flush_locked();
     }
   }
@@ -290,8 +290,8 @@ void client_connection::send_cancels_before_close() {
     calls_.for_each([&](const call_base* call) {
       if (call->seq > written_seq_) return;  // never sent: no cancel
       frames.resize(frames.size() + protocol::header_size);
-      encode_control_frame(protocol::msg_type::cancel, call->id,
-                           frames.data() + frames.size() - protocol::header_size);
+      protocol::encode_header(protocol::make_cancel(call->id),
+                              frames.data() + frames.size() - protocol::header_size);
     });
   }
   if (frames.empty()) return;
@@ -471,16 +471,15 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   }
   register_call(call, timeout, now);
   metrics::client_recorder::queued(*call, body + attachment.size());
-  protocol::frame_header h;
-  h.request_id = call->id;
-  h.function_id = function_id;
-  h.signature = signature;
-  if (call->trace) [[unlikely]]
-    h.flags = protocol::flag_trace;
-  h.body_length = static_cast<std::uint32_t>(body);
-  h.attachment_length = static_cast<std::uint32_t>(attachment.size());
   // The deadline travels with the request, so the server can skip work nobody awaits.
-  h.timeout_ms = wire_timeout(timeout);
+  const protocol::frame_header h =
+      protocol::make_request({.id = call->id,
+                              .function_id = function_id,
+                              .signature = signature,
+                              .body = static_cast<std::uint32_t>(body),
+                              .attachment = static_cast<std::uint32_t>(attachment.size()),
+                              .timeout_ms = wire_timeout(timeout),
+                              .flags = call->trace ? protocol::flag_trace : std::uint8_t{0}});
   protocol::encode_header(h, pending_.at(mark));  // after encoding: the buffer may have moved
   pending_.count_frame();
   if (call->extra_credit != 0) [[unlikely]]
@@ -719,9 +718,9 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
       c.on_stream_frame(h, body);
     } else if (h.type == protocol::msg_type::ping) {
       std::lock_guard lk(c.mutex_);
-      c.queue_control_locked(protocol::msg_type::pong, h.request_id);  // on_read flushes
-    } else if (h.type == protocol::msg_type::pong && h.function_id != 0) {
-      c.server_reactors_.store(h.function_id, std::memory_order_relaxed);  // servers state it
+      c.queue_control_locked(protocol::make_pong(h.request_id));  // on_read flushes
+    } else if (h.type == protocol::msg_type::pong && h.reactors != 0) {
+      c.server_reactors_.store(h.reactors, std::memory_order_relaxed);  // servers state it
     }
     return frame_verdict::next;
   }
@@ -788,7 +787,7 @@ void client_connection::on_timer() {
       c->completion_deferred = c->pinned;
       expired.emplace_back(c, c->pinned);
       // A coroutine handler may still be working on it: tell the server to stop.
-      if (config_.send_cancel && open_) queue_control_locked(protocol::msg_type::cancel, id);
+      if (config_.send_cancel && open_) queue_control_locked(protocol::make_cancel(id));
     }
   }
   for (auto [c, deferred] : expired) {
@@ -822,7 +821,7 @@ void client_connection::on_stream_frame(const protocol::frame_header& h, const c
     stats_.on_frames_received(1);
     s->on_item(std::string_view(body, h.body_length));
   } else {
-    s->on_credit(h.timeout_ms);  // the grant travels in the header's last field
+    s->on_credit(h.credit);
   }
   s->release();
 }
@@ -847,11 +846,8 @@ rpc_error client_connection::send_item(client_stream* s, const request_encoder& 
     pending_.rollback(mark);
     return too_large(body);
   }
-  protocol::frame_header h;
-  h.type = protocol::msg_type::stream_item;
-  h.request_id = s->id;
-  h.body_length = static_cast<std::uint32_t>(body);
-  protocol::encode_header(h, pending_.at(mark));
+  protocol::encode_header(protocol::make_item(s->id, static_cast<std::uint32_t>(body)),
+                          pending_.at(mark));
   pending_.count_frame();
   const bool kick = schedule_flush_locked();
   lk.unlock();
@@ -859,43 +855,34 @@ rpc_error client_connection::send_item(client_stream* s, const request_encoder& 
   return {};
 }
 
-void client_connection::queue_stream_control(client_stream* s, protocol::msg_type type,
-                                             std::uint32_t value) {
+void client_connection::queue_stream_control(client_stream* s, const protocol::frame_header& h) {
   bool kick = false;
   {
     std::lock_guard lk(mutex_);
     if (!open_ || calls_.find(s->id) != s) return;
-    protocol::frame_header h;
-    h.type = type;
-    h.request_id = s->id;
-    h.timeout_ms = value;
-    protocol::encode_header(h, pending_.extend(protocol::header_size));
+    append_header_frame(pending_, h);
     kick = schedule_flush_locked();
   }
   if (kick) kick_flush();
 }
 
 void client_connection::queue_extra_credit_locked(call_base* call) noexcept {
-  protocol::frame_header h;
-  h.type = protocol::msg_type::stream_credit;
-  h.request_id = call->id;
-  h.timeout_ms = call->extra_credit;  // the grant travels in the header's last field
   try {
-    protocol::encode_header(h, pending_.extend(protocol::header_size));
+    append_header_frame(pending_, protocol::make_credit(call->id, call->extra_credit));
   } catch (...) {  // no memory for 32 bytes: the stream keeps the initial window
   }
 }
 
 void client_connection::send_credit(client_stream* s, std::uint32_t bytes) noexcept {
   try {
-    queue_stream_control(s, protocol::msg_type::stream_credit, bytes);
+    queue_stream_control(s, protocol::make_credit(s->id, bytes));
   } catch (...) {  // no memory for 32 bytes: the server waits; the stream may stall
   }
 }
 
 void client_connection::close_writes(client_stream* s) noexcept {
   try {
-    queue_stream_control(s, protocol::msg_type::stream_end, 0);
+    queue_stream_control(s, protocol::make_stream_end(s->id));
   } catch (...) {
   }
 }
@@ -908,10 +895,10 @@ void client_connection::resume_later(std::coroutine_handle<> h) noexcept {
   }
 }
 
-void client_connection::queue_control_locked(protocol::msg_type type, std::uint64_t id) {
-  append_control_frame(pending_, type, id);
-  if (type == protocol::msg_type::cancel) stats_.on_cancelled();
-  if (type == protocol::msg_type::ping) stats_.on_ping();
+void client_connection::queue_control_locked(const protocol::frame_header& h) {
+  append_header_frame(pending_, h);
+  if (h.type == protocol::msg_type::cancel) stats_.on_cancelled();
+  if (h.type == protocol::msg_type::ping) stats_.on_ping();
 }
 
 void client_connection::cancel(call_base* call) {
@@ -926,7 +913,7 @@ void client_connection::cancel(call_base* call) {
       metrics::client_recorder::ended(*call, rpc_errc::cancelled, 0,
                                       std::chrono::steady_clock::now());
     }
-    if (config_.send_cancel && open_) queue_control_locked(protocol::msg_type::cancel, id);
+    if (config_.send_cancel && open_) queue_control_locked(protocol::make_cancel(id));
     // The cancel frame, and parked requests the freed slot may make room for.
     if ((config_.send_cancel || !parked_.empty()) && open_) kick = schedule_flush_locked();
   }
@@ -959,7 +946,7 @@ void client_connection::on_heartbeat(std::uint64_t epoch) {
     {
       std::lock_guard lk(mutex_);
       if (!open_) return;
-      queue_control_locked(protocol::msg_type::ping, 0);
+      queue_control_locked(protocol::make_ping(0));
       kick = schedule_flush_locked();
     }
     if (kick) flush();

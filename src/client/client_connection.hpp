@@ -131,9 +131,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   bool schedule_flush_locked();
   void send_cancels_before_close();  // reactor thread, from close()
   // Appends a cancel/ping/pong frame to pending_ (not counted as an RPC frame).
-  void queue_control_locked(protocol::msg_type type, std::uint64_t id);
+  void queue_control_locked(const protocol::frame_header& h);
   // A stream's header-only frame (credit, end), if the stream is still filed.
-  void queue_stream_control(client_stream* s, protocol::msg_type type, std::uint32_t value);
+  void queue_stream_control(client_stream* s, const protocol::frame_header& h);
   // A stream's item or credit frame, routed to the stream.
   void on_stream_frame(const protocol::frame_header& h, const char* body);
   void kick_flush();

@@ -37,6 +37,11 @@ server_memory::server_memory(const server_config& config)
       queued_replies("queued_replies", unlimited_memory, &server),
       in_flight("in_flight", in_flight_limit(server.limit(), read_buffers.limit()), &server),
       tls_sessions("tls_sessions", unlimited_memory, &server),
+      pre_auth("pre_auth",
+               server.limit() == unlimited_memory
+                   ? unlimited_memory
+                   : memory_limit::share_of_ram(config.pre_auth_share).resolve(server.limit()),
+               &server),
       max_queued_reply_bytes(config.max_queued_reply_bytes),
       max_call_bytes_per_connection(config.max_call_bytes_per_connection),
       fair_reserve(server.limit() == unlimited_memory ? 0 : server.limit() / 16),
@@ -112,12 +117,33 @@ bool connection_memory::reserve_tls(std::size_t bytes, const std::string& name) 
   return tls_->try_reserve(bytes);
 }
 
+bool connection_memory::reserve_pre_auth(std::size_t bytes, const std::string& name) {
+  if (server_.fair_reserve != 0 && server_.server.available() < server_.fair_reserve + bytes) {
+    return false;  // the fair reserve is for established light clients
+  }
+  if (!pre_auth_) pre_auth_.emplace(name, unlimited_memory, &server_.pre_auth);
+  return pre_auth_->try_reserve(bytes);
+}
+
+bool connection_memory::end_pre_auth(bool as_tls, const std::string& name) {
+  const std::size_t held = pre_auth_ ? pre_auth_->current() : 0;
+  if (held != 0) pre_auth_->release(held);
+  bool ok = true;
+  if (as_tls) {
+    if (!tls_) tls_.emplace(name, unlimited_memory, &server_.tls_sessions);
+    ok = tls_->try_reserve(held);
+  }
+  server_.notify();
+  return ok;
+}
+
 connection_memory::~connection_memory() {
   // The trackers give back what is still charged as they go; then waiters may proceed.
   read_.release(read_.current());
   replies_.release(replies_.current());
   calls_.release(calls_.current());
   release_tls();
+  if (pre_auth_) pre_auth_->release(pre_auth_->current());
   server_.notify();
 }
 

@@ -9,8 +9,10 @@
 //      │  └─ <peer>           encoded replies not yet written; max_queued_reply_bytes
 //      ├─ in_flight
 //      │  └─ <peer>           request bytes of running calls (a coroutine copies its request)
-//      └─ tls_sessions
-//         └─ <peer>           a TLS connection's session state and record buffers
+//      ├─ tls_sessions
+//      │  └─ <peer>           an established TLS connection's session state and buffers
+//      └─ pre_auth            pre_auth_share of it: connections before their first byte and
+//         └─ <peer>           TLS handshakes (never taking the fair reserve below)
 //
 // Reads, calls (request copies, decoded arguments, call state) and replies are all reserved
 // with try_reserve before anything is allocated; a connection that is refused pauses (stops
@@ -47,6 +49,7 @@ class server_memory {
   memory_tracker queued_replies;
   memory_tracker in_flight;
   memory_tracker tls_sessions;
+  memory_tracker pre_auth;
   const std::size_t max_queued_reply_bytes;
   const std::size_t max_call_bytes_per_connection;
   // See "Fairness" above; both 0 when the server's memory is unlimited.
@@ -139,6 +142,14 @@ class connection_memory {
   // The admitted frame is done (handled synchronously): its bytes return to the credit.
   void return_admitted() noexcept;
   void call_done(std::size_t bytes) noexcept;
+  // Charges `bytes` that something outside a dispatch holds (a stream producer's pending
+  // item) to the call memory, like a request's; false = no room (nothing charged). Given
+  // back with call_done().
+  bool hold(std::size_t bytes) noexcept {
+    if (!admit(bytes)) return false;
+    credit_ -= bytes;
+    return true;
+  }
   // End of a batch: unused credit goes back.
   void end_batch() noexcept;
 
@@ -151,6 +162,14 @@ class connection_memory {
   bool reserve_tls(std::size_t bytes, const std::string& name);
   // Where its buffers' growth is reserved (after reserve_tls).
   memory_tracker* tls_tracker() noexcept { return tls_ ? &*tls_ : nullptr; }
+  // Pre-authentication state (the connection before its first byte, a TLS handshake):
+  // charged to the server's pre_auth budget, and never into the fair reserve. False = no
+  // room (nothing charged).
+  bool reserve_pre_auth(std::size_t bytes, const std::string& name);
+  memory_tracker* pre_auth_tracker() noexcept { return pre_auth_ ? &*pre_auth_ : nullptr; }
+  // Pre-authentication is over: what it held is released, and with `as_tls` moved to the
+  // established TLS sessions (false: no room for it there; the caller closes).
+  bool end_pre_auth(bool as_tls, const std::string& name);
   // The TLS session is gone while the connection stays (RDMA took over after a setup over
   // TLS): what it held is given back.
   void release_tls() noexcept {
@@ -208,7 +227,8 @@ class connection_memory {
   memory_tracker read_;
   memory_tracker replies_;
   memory_tracker calls_;
-  std::optional<memory_tracker> tls_;  // TLS connections only
+  std::optional<memory_tracker> tls_;       // TLS connections only
+  std::optional<memory_tracker> pre_auth_;  // until its first byte / handshake
   std::size_t read_charged_ = 0;
   std::size_t replies_charged_ = 0;  // queued replies plus spare reply credit
   std::size_t credit_ = 0;           // reserved on calls_, not yet owned by a call

@@ -41,7 +41,8 @@ std::string_view to_string(header_errc e) noexcept {
 
 // Layout (offsets in bytes): 0 magic "CV", 2 version, 3 type, 4 flags, 5 status,
 // 6 signature fingerprint u16 (requests; reserved in version 1), 8 request id u64,
-// 16 function id u32, 20 body length u32, 24 attachment length u32, 28 timeout ms u32.
+// 16 function id u32 (a pong: reactor count), 20 body length u32, 24 attachment length u32,
+// 28 timeout ms u32 (a stream_credit: the bytes granted).
 void encode_header(const frame_header& h, char* out) noexcept {
   out[0] = static_cast<char>(magic0);
   out[1] = static_cast<char>(magic1);
@@ -51,10 +52,10 @@ void encode_header(const frame_header& h, char* out) noexcept {
   out[5] = static_cast<char>(h.status);
   store_le<std::uint16_t>(out + 6, h.signature);
   store_le<std::uint64_t>(out + 8, h.request_id);
-  store_le<std::uint32_t>(out + 16, h.function_id);
+  store_le<std::uint32_t>(out + 16, h.type == msg_type::pong ? h.reactors : h.function_id);
   store_le<std::uint32_t>(out + 20, h.body_length);
   store_le<std::uint32_t>(out + 24, h.attachment_length);
-  store_le<std::uint32_t>(out + 28, h.timeout_ms);
+  store_le<std::uint32_t>(out + 28, h.type == msg_type::stream_credit ? h.credit : h.timeout_ms);
 }
 
 header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_payload) noexcept {
@@ -71,10 +72,16 @@ header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_p
   out.status = static_cast<rpc_errc>(static_cast<std::uint8_t>(in[5]));
   out.signature = load_le<std::uint16_t>(in + 6);
   out.request_id = load_le<std::uint64_t>(in + 8);
-  out.function_id = load_le<std::uint32_t>(in + 16);
+  const auto at16 = load_le<std::uint32_t>(in + 16);
+  const bool pong = out.type == msg_type::pong;
+  out.function_id = pong ? 0 : at16;
+  out.reactors = pong ? at16 : 0;
   out.body_length = load_le<std::uint32_t>(in + 20);
   out.attachment_length = load_le<std::uint32_t>(in + 24);
-  out.timeout_ms = load_le<std::uint32_t>(in + 28);
+  const auto at28 = load_le<std::uint32_t>(in + 28);
+  const bool credit = out.type == msg_type::stream_credit;
+  out.timeout_ms = credit ? 0 : at28;
+  out.credit = credit ? at28 : 0;
   if (out.payload_size() > max_payload) return header_errc::too_large;
   return header_errc::ok;
 }

@@ -2,6 +2,8 @@
 
 #include "corvid/codec/codec.hpp"
 
+#include "../protocol/frames.hpp"
+
 namespace corvid::rdma {
 
 std::string encode_setup(const setup_message& m) {
@@ -52,11 +54,9 @@ std::string setup_frame(rpc_errc status, std::string_view body) {
     codec::string_sink sink(payload);
     codec::encode(sink, body);
   }
-  protocol::frame_header h;
-  h.type = protocol::msg_type::rdma_setup;
-  h.status = status;
+  protocol::frame_header h =
+      protocol::make_rdma_setup(static_cast<std::uint32_t>(payload.size()), status);
   h.request_id = 1;
-  h.body_length = static_cast<std::uint32_t>(payload.size());
   protocol::encode_header(h, frame.data());
   return frame + payload;
 }

@@ -10,9 +10,9 @@
 #include "corvid/expected.hpp"
 #include "corvid/rdma/ibv_config.hpp"
 
+#include "../admission/shared_slots.hpp"
 #include "../verbs/verbs.hpp"
 #include "chunk_pool.hpp"
-#include "../admission/shared_slots.hpp"
 
 namespace corvid::rdma {
 
@@ -35,7 +35,7 @@ class rdma_context {
         device_(std::move(dev)),
         pool_(std::move(pool)),
         setups_(detail::shared_slots::make(config_.max_connections_in_setup,
-                                                config_.max_connections_in_setup_per_peer)) {}
+                                           config_.max_connections_in_setup_per_peer)) {}
 
   const ibv_config& config() const noexcept { return config_; }
   verbs::device& device() const noexcept { return *device_->device; }

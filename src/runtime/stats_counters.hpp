@@ -15,6 +15,7 @@ struct stats_counters {
   std::atomic<std::uint64_t> calls_waited{0};
   std::atomic<std::uint64_t> rdma_sends{0}, rdma_inline_sends{0}, rdma_receives{0};
   std::atomic<std::uint64_t> rdma_errors{0}, rdma_rnr_errors{0};
+  std::atomic<std::uint64_t> admission_pauses{0}, pre_auth_refusals{0};
 
   static void add(std::atomic<std::uint64_t>& c, std::uint64_t n) noexcept {
     c.fetch_add(n, std::memory_order_relaxed);
@@ -33,6 +34,8 @@ struct stats_counters {
   void on_ping() noexcept { add(pings_sent, 1); }
   void on_dead_peer() noexcept { add(dead_peer_closes, 1); }
   void on_waited() noexcept { add(calls_waited, 1); }
+  void on_admission_pause() noexcept { add(admission_pauses, 1); }
+  void on_pre_auth_refusal() noexcept { add(pre_auth_refusals, 1); }
   void on_rdma_send(bool inlined) noexcept {
     add(rdma_sends, 1);
     if (inlined) add(rdma_inline_sends, 1);
@@ -46,11 +49,12 @@ struct stats_counters {
     auto get = [](const std::atomic<std::uint64_t>& c) {
       return c.load(std::memory_order_relaxed);
     };
-    return {get(frames_sent),     get(write_syscalls), get(bytes_sent),
-            get(frames_received), get(read_syscalls),  get(bytes_received),
-            get(calls_cancelled), get(pings_sent),     get(dead_peer_closes),
-            get(calls_waited),    get(rdma_sends),     get(rdma_inline_sends),
-            get(rdma_receives),   get(rdma_errors),    get(rdma_rnr_errors)};
+    return {get(frames_sent),      get(write_syscalls),   get(bytes_sent),
+            get(frames_received),  get(read_syscalls),    get(bytes_received),
+            get(calls_cancelled),  get(pings_sent),       get(dead_peer_closes),
+            get(calls_waited),     get(rdma_sends),       get(rdma_inline_sends),
+            get(rdma_receives),    get(rdma_errors),      get(rdma_rnr_errors),
+            get(admission_pauses), get(pre_auth_refusals)};
   }
 };
 

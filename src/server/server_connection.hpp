@@ -17,10 +17,14 @@
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/trace/trace_context.hpp"
 
+#include "../admission/connection_admission.hpp"
+#include "../admission/shared_slots.hpp"
 #include "../memory/server_memory.hpp"
 #include "../metrics/call_recorder.hpp"
+#include "../stream/stream_mux.hpp"
 #include "../transport/byte_stream.hpp"
 #include "../transport/frame_stream.hpp"
+#include "connection_liveness.hpp"
 #include "running_calls.hpp"
 
 namespace corvid::rdma {
@@ -58,17 +62,20 @@ class server_connection final : public reply_channel {
   outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) override;
   void end_item(std::size_t owned_bytes) override;
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
-  void wait_writable(stream_link* link) override { writable_waiters_.push_back(link); }
+  void wait_writable(stream_link* link) override { streams_.wait_writable(link); }
   void release_items(std::size_t cost) noexcept override { mem_.call_done(cost); }
   bool admit_stream(std::uint64_t request_id) override;
-  void stream_closed() noexcept override { --open_streams_; }
-  void forget_writable(stream_link* link) noexcept override { std::erase(writable_waiters_, link); }
+  void stream_closed() noexcept override { adm_.stream_closed(); }
+  bool hold_item(std::size_t bytes) noexcept override { return adm_.hold(bytes); }
+  void forget_writable(stream_link* link) noexcept override { streams_.forget_writable(link); }
   void wait_written(stream_link* link) override;
-  std::size_t stream_window() const noexcept override;
-  std::size_t max_stream_window() const noexcept override;
-  std::size_t reserve_stream_growth(std::size_t bytes) noexcept override;
+  std::size_t stream_window() const noexcept override { return streams_.window(); }
+  std::size_t max_stream_window() const noexcept override { return streams_.max_window(); }
+  std::size_t reserve_stream_growth(std::size_t bytes) noexcept override {
+    return streams_.reserve_growth(bytes);
+  }
   void release_stream_growth(std::size_t bytes) noexcept override {
-    stream_growth_.fetch_sub(bytes, std::memory_order_relaxed);
+    streams_.release_growth(bytes);
   }
   bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
   asio::io_context& reactor() noexcept override { return reactor_; }
@@ -82,6 +89,14 @@ class server_connection final : public reply_channel {
   // the handshake runs before the first read, off the hot path. With http_admin the same
   // peek tells an HTTP request ("GET ", "HEAD ") from a corvid client; `tls` may be null.
   void begin_tls(std::shared_ptr<const server_tls> tls);
+  // Pre-authentication (server_config::pre_auth_share): a place from the server's pool (a
+  // per-peer share) and its budget, until the first byte or the TLS handshake; false = none.
+  bool enter_pre_auth(bool tls);
+  // Its place and memory are given back (with `as_tls`, the session stays charged as an
+  // established one's; false = no room for it).
+  bool end_pre_auth(bool as_tls);
+  // Takes the read buffer (charged first; without room it waits for read memory), then reads.
+  void begin_reading();
   void on_first_byte(const std::shared_ptr<const server_tls>& tls);
   void handshake(std::shared_ptr<const server_tls> tls);
   void read_more();
@@ -108,14 +123,18 @@ class server_connection final : public reply_channel {
   // The next frame is a request: whether it may be dispatched now. False = stop the batch
   // (paused, or the frame was refused and the stream cannot continue).
   bool admit_request(const protocol::frame_header& h, const char* payload, bool& ok);
-  // admit_request when a check fails (out of the hot path): refuses, pauses or answers.
-  [[gnu::cold, gnu::noinline]] bool hold_request(const protocol::frame_header& h,
-                                                 const char* payload, bool& ok);
+  // Carries out admission's verdict on a request that did not pass the common checks:
+  // dispatches, answers the refusal, fails the connection or pauses it (false).
+  [[gnu::cold, gnu::noinline]] bool act_on(verdict v, const protocol::frame_header& h,
+                                           const char* payload, const handler_entry* entry,
+                                           bool& ok);
+  // Stops reading until admission's reason lifts (and, for memory, registers the waiter).
+  void pause_for(const verdict& v);
   // Makes room for the rest of a frame that has begun to arrive: grows the buffer with the
   // bytes received (at most about twice them), never to what the header merely claims.
   // Or waits for memory, or refuses the frame and skips its bytes as they come.
   void grow_for_frame(const protocol::frame_header& h);
-  void dispatch(const protocol::frame_header& h, const char* payload);
+  void dispatch(const protocol::frame_header& h, const char* payload, const handler_entry* entry);
   // A stream's item, end or credit frame: to its running stream call (dropped when the
   // stream has ended). An item is charged to the running calls' memory before it is
   // copied; false = no memory for it now (the batch pauses, like a request's).
@@ -139,7 +158,7 @@ class server_connection final : public reply_channel {
   void cancel_all_running();
   // The peer sends no more (FIN) or is gone: its running calls are cancelled.
   void on_peer_finished();
-  void queue_control(protocol::msg_type type, std::uint64_t id, std::uint32_t info = 0);
+  void queue_control(const protocol::frame_header& h);  // a header-only frame (frames.hpp)
   // Sends an error frame, then closes once everything queued is written.
   void fail(std::uint64_t request_id, rpc_errc code, std::string_view message);
   void frame_queued();
@@ -162,14 +181,6 @@ class server_connection final : public reply_channel {
   void reclaim_replies();
   void hold_replies();  // registers reclaim_replies with server_memory
   void recheck_at(std::chrono::steady_clock::time_point t);  // on_timer then, not later
-  std::chrono::milliseconds stall_grace() const noexcept;
-  // The kernel's send queue holds bytes that have not moved for write_timeout (checked at
-  // each timer check, so within 1.5 x write_timeout).
-  bool kernel_queue_stalled(std::chrono::steady_clock::time_point now) noexcept;
-  bool write_stalled_for(std::chrono::steady_clock::duration d,
-                         std::chrono::steady_clock::time_point now) const noexcept {
-    return writing_ && now - write_moved_ >= d;
-  }
   void close();
   // The metrics of the call `request_id` (the one being dispatched, or a running coroutine
   // call), or null (metrics off, or no such call).
@@ -181,19 +192,12 @@ class server_connection final : public reply_channel {
   // A request with protocol::flag_trace: takes the trace context off its body. False when
   // the body is too short for one (the request is answered bad_request).
   [[gnu::cold, gnu::noinline]] bool read_trace(const protocol::frame_header& h, request_view& req);
-  // One timer per connection enforces idle_timeout, frame_read_timeout and heartbeats. It is
-  // armed for the earliest limit and only re-armed when it fires: activity just moves the
-  // timestamps below, so the hot path never touches the timer.
-  bool has_time_limits() const noexcept;
-  bool paused() const noexcept { return waiting_memory_ || waiting_calls_ || waiting_writes_; }
+  // The timer (only with a time limit configured): liveness says when and what it finds.
+  connection_liveness::view liveness_view() const noexcept;
+  bool paused() const noexcept { return adm_.paused(); }
   // Paused, the connection reads nothing, so it would not see its peer leave: it watches
   // the socket for an error (a reset) and its timer probes the peer (probe_interval).
   void watch_hangup();
-  std::chrono::milliseconds probe_interval() const noexcept;
-  std::chrono::steady_clock::time_point next_check() const noexcept;
-  // Streams: when to look for idle ones next, and ending those idle for stream_idle_timeout.
-  std::chrono::steady_clock::time_point next_stream_look(
-      std::chrono::steady_clock::time_point now) const noexcept;
   void end_idle_streams(std::chrono::steady_clock::time_point now);
   void arm_timer();
   void on_timer();
@@ -202,9 +206,10 @@ class server_connection final : public reply_channel {
   asio::io_context& reactor_;
   byte_stream stream_;  // TCP, Unix, TLS or RDMA
   std::string peer_;
-  connection_memory mem_;   // before frames_: charged for its read buffer from the start
-  frame_stream frames_;     // read buffer, the write in flight, heartbeat clock
-  outbound_queue pending_;  // replies queued while a write is in flight
+  connection_admission adm_;  // before frames_: charged for its read buffer from the start
+  connection_memory& mem_;    // adm_'s trackers (read buffer, replies, calls)
+  frame_stream frames_;       // read buffer, the write in flight, heartbeat clock
+  outbound_queue pending_;    // replies queued while a write is in flight
   // Bytes of a refused frame still to be discarded as they arrive (a frame that could never
   // fit the memory limit: answered message_too_large, then skipped, not stored).
   std::uint64_t skip_ = 0;
@@ -212,26 +217,12 @@ class server_connection final : public reply_channel {
   trace_context caller_trace_;               // the request being dispatched's, while it is
   std::optional<asio::steady_timer> timer_;  // only when a time limit is configured
   using time_point = std::chrono::steady_clock::time_point;
-  time_point last_activity_{};          // last request or call end: what "idle" is measured from
-  time_point frame_started_{};          // first byte of the incomplete frame in read_buf_, or {}
-  time_point batch_end_{};              // when the last dispatched batch's handlers had run
-  time_point write_moved_{};            // the write in flight started or last moved bytes
-  std::size_t kernel_queued_ = 0;       // the socket's send queue at the last timer check
-  time_point kernel_queue_since_{};     // since when it has held that many bytes
+  connection_liveness live_;
   running_calls running_;               // coroutine calls in flight, by request id
   method_limit* call_limit_ = nullptr;  // the limit invoke_limited holds for the call starting
-  std::vector<stream_link*> writable_waiters_;  // streams parked for queue room
-  // Streams whose borrowed items are queued: in pending_, and in the write in flight.
-  std::vector<stream_link*> written_waiters_;
-  std::vector<stream_link*> writing_waiters_;
-  static void tell_written(std::vector<stream_link*>& links) noexcept;
-  std::size_t open_streams_ = 0;  // admit_stream() minus stream_closed()
-  // What the open streams' windows grew by beyond stream_window (reserved by their readers'
-  // threads, released on the reactor as they end).
-  std::atomic<std::size_t> stream_growth_{0};
+  stream_mux streams_;  // streams waiting for queue room or for their lent items' writes
   std::size_t reply_mark_ = 0;
   std::uint64_t reply_id_ = 0;
-  std::size_t in_flight_ = 0;       // coroutine handlers running (cancelled ones included)
   std::uint64_t batch_frames_ = 0;  // RPC frames taken by the batch being processed
   bool batch_requests_ = false;     // ... of which requests (activity, for idle_timeout)
   bool reply_open_ = false;
@@ -244,9 +235,6 @@ class server_connection final : public reply_channel {
   bool holding_ = false;          // registered with server_memory::add_holder
   bool reclaim_pending_ = false;  // the read in flight was cancelled to shrink its buffer
   asio::cancellation_signal read_cancel_;
-  bool waiting_memory_ = false;   // refused by a memory tracker; a release resumes us
-  bool waiting_writes_ = false;   // too many replies queued; a write completion resumes us
-  bool waiting_calls_ = false;    // max_calls_per_connection running; a call's end resumes us
   bool holding_replies_ = false;  // registered with server_memory::add_holder for replies
   bool peer_finished_ = false;    // FIN from the peer: its running calls were cancelled
   bool error_watch_ = false;      // a wait_error op is on the socket (watch_hangup)
@@ -254,6 +242,9 @@ class server_connection final : public reply_channel {
   bool stop_reading_ = false;     // drain, peer EOF or protocol error: read nothing more
   bool draining_ = false;         // stop(): reading on only while streams are open
   bool closed_ = false;
+  bool pre_auth_expired_ = false;  // the pre-authentication deadline closed the socket
+  std::unique_ptr<shared_slots::ticket> pre_auth_;  // in pre-authentication: its place
+  std::optional<asio::steady_timer> pre_auth_deadline_;
   // RDMA (init_ibv): the answered stream, which carries the bytes once the answer is written.
   std::shared_ptr<rdma::rdma_stream> rdma_next_;  // answered, switching after the write
   metrics::call_recorder metrics_;  // server_config::metrics: this connection's calls and bytes

@@ -60,7 +60,11 @@ struct handler_entry {
 
 class server_core : public admin::admin_host {
  public:
-  explicit server_core(server_config cfg) : config(std::move(cfg)), memory(config) {}
+  explicit server_core(server_config cfg)
+      : config(std::move(cfg)),
+        memory(config),
+        pre_auth(
+            shared_slots::make(config.max_pre_auth_connections, config.max_pre_auth_per_peer)) {}
   ~server_core() override;
 
   void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn,
@@ -70,7 +74,8 @@ class server_core : public admin::admin_host {
   // The worker pool blocking handlers run on; null unless one is registered and started.
   worker_pool* workers() const noexcept { return workers_.get(); }
   // Queues a started blocking call, or answers it server_busy (false).
-  bool submit_blocking(blocking_job& job, reply_channel& ch, std::uint64_t request_id);
+  // `light`: its connection has almost nothing queued (it may take the queue's reserve).
+  bool submit_blocking(blocking_job& job, reply_channel& ch, std::uint64_t request_id, bool light);
   // Immutable once started, so reactors read it without locks: a lock taken per request
   // by every reactor would serialise them.
   const handler_entry* find(std::uint32_t id) const noexcept {
@@ -95,6 +100,8 @@ class server_core : public admin::admin_host {
   const server_config config;
   // Declared before the reactors and connections: they are destroyed first.
   server_memory memory;
+  // Places for connections in pre-authentication (server_connection::enter_pre_auth).
+  std::shared_ptr<shared_slots> pre_auth;
   std::uint16_t bound_port = 0;
   stats_counters stats;
   std::shared_ptr<rdma::rdma_context> rdma;  // set by init_ibv(), before start

@@ -11,7 +11,9 @@
 namespace corvid::detail {
 
 worker_pool::worker_pool(std::size_t threads, std::size_t max_queued, std::size_t max_queued_bytes)
-    : max_queued_(std::max<std::size_t>(max_queued, 1)), max_queued_bytes_(max_queued_bytes) {
+    : max_queued_(std::max<std::size_t>(max_queued, 1)),
+      max_queued_bytes_(max_queued_bytes),
+      reserve_(max_queued_ / 8) {
   threads = std::max<std::size_t>(threads, 1);
   threads_.reserve(threads);
   try {
@@ -27,13 +29,15 @@ worker_pool::worker_pool(std::size_t threads, std::size_t max_queued, std::size_
 
 worker_pool::~worker_pool() { stop(); }
 
-worker_pool::refusal worker_pool::submit(blocking_job& job) noexcept {
+worker_pool::refusal worker_pool::submit(blocking_job& job, bool light) noexcept {
   job.next = nullptr;
   job.queued_at = std::chrono::steady_clock::now();
   {
     std::lock_guard lk(mutex_);
     if (stopping_) return refusal::stopped;
-    if (queued_ >= max_queued_) return refusal::length;
+    if (queued_ >= max_queued_ || (!light && queued_ >= max_queued_ - reserve_)) {
+      return refusal::length;
+    }
     if (queued_ != 0 && queued_bytes_ + job.bytes > max_queued_bytes_) return refusal::bytes;
     (tail_ != nullptr ? tail_->next : head_) = &job;
     tail_ = &job;
@@ -51,7 +55,8 @@ std::string worker_pool::describe(refusal r) const {
       return "blocking call refused: the worker queue is full (" + std::to_string(queued_) +
              " calls wait for " + std::to_string(threads_.size()) +
              " worker threads; server_config::worker_queue_length = " +
-             std::to_string(max_queued_) + ")";
+             std::to_string(max_queued_) + ", of which the last " + std::to_string(reserve_) +
+             " are kept for connections with fewer than 2 blocking calls in flight)";
     case refusal::bytes:
       return "blocking call refused: the worker queue is full (" + std::to_string(queued_bytes_) +
              " bytes of calls wait for " + std::to_string(threads_.size()) +

@@ -27,8 +27,11 @@ class worker_pool {
   enum class refusal { none, length, bytes, stopped };
   // Queues `job` unless the queue holds max_queued calls, or its bytes would pass
   // max_queued_bytes (a job always fits an empty queue: its bytes are already charged to the
-  // memory trackers, and it could never run otherwise), or the pool is stopping.
-  refusal submit(blocking_job& job) noexcept;
+  // memory trackers, and it could never run otherwise), or the pool is stopping. The last
+  // eighth of the places is a reserve only `light` jobs may take (their connection has
+  // almost nothing queued): a crowd of connections that each fill their share (a connection
+  // pauses at its own share, connection_admission) cannot shut a light client out.
+  refusal submit(blocking_job& job, bool light = true) noexcept;
   // The server_busy message for a refusal.
   std::string describe(refusal r) const;
 
@@ -43,12 +46,14 @@ class worker_pool {
   std::size_t threads() const noexcept { return threads_.size(); }
   std::size_t max_queued() const noexcept { return max_queued_; }
   std::size_t max_queued_bytes() const noexcept { return max_queued_bytes_; }
+  std::size_t reserve() const noexcept { return reserve_; }
 
  private:
   void run() noexcept;
 
   const std::size_t max_queued_;
   const std::size_t max_queued_bytes_;
+  const std::size_t reserve_;  // places only light jobs take
   mutable std::mutex mutex_;
   std::condition_variable work_;
   blocking_job* head_ = nullptr;  // FIFO, linked through blocking_job::next

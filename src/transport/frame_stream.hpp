@@ -21,6 +21,7 @@
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
+#include "../protocol/frames.hpp"
 #include "../runtime/partial_frame_hint.hpp"
 #include "../runtime/stats_counters.hpp"
 #include "byte_stream.hpp"
@@ -61,21 +62,11 @@ std::string describe_bad_header(protocol::header_errc e, const protocol::frame_h
                                 std::uint32_t limit, std::string_view what,
                                 std::string_view limit_name, std::string_view expected);
 
-// A cancel, ping or pong frame: a header alone. Not counted as an RPC frame: stats count RPC
-// frames, and a write of control frames alone is no sign of the peer's life. `info` goes in
-// the function id field: a server's pong states its reactor count there (docs/protocol.md,
-// "Control frames"); 0 in every other control frame.
-inline void encode_control_frame(protocol::msg_type type, std::uint64_t id, char* out,
-                                 std::uint32_t info = 0) noexcept {
-  protocol::frame_header h;
-  h.type = type;
-  h.request_id = id;
-  h.function_id = info;
-  protocol::encode_header(h, out);
-}
-inline void append_control_frame(outbound_queue& q, protocol::msg_type type, std::uint64_t id,
-                                 std::uint32_t info = 0) {
-  encode_control_frame(type, id, q.extend(protocol::header_size), info);
+// A frame that is a header alone (cancel, ping, pong, stream_end, stream_credit; built by
+// protocol/frames.hpp), queued. Not counted as an RPC frame: stats count RPC frames, and a
+// write of control frames alone is no sign of the peer's life.
+inline void append_header_frame(outbound_queue& q, const protocol::frame_header& h) {
+  protocol::encode_header(h, q.extend(protocol::header_size));
 }
 
 class frame_stream {
@@ -87,6 +78,7 @@ class frame_stream {
 
   // ---- reading ----
   byte_buffer& read_buffer() noexcept { return read_buf_; }
+  const byte_buffer& read_buffer() const noexcept { return read_buf_; }
   read_room& room() noexcept { return room_; }
   // Room for the next read: read_room's size, at least `min_room` free.
   void prepare_read(std::size_t min_room) { read_buf_.prepare_read(room_.get(), min_room); }

@@ -67,12 +67,12 @@ std::map<std::string, std::string> built_vectors() {
       {"stream_item_frame",
        frame({.type = msg_type::stream_item, .request_id = id + 7}, {}, std::string("re: a"))},
       {"stream_credit_frame",
-       frame({.type = msg_type::stream_credit, .request_id = id + 7, .timeout_ms = 65536}, {})},
+       frame({.type = msg_type::stream_credit, .request_id = id + 7, .credit = 65536}, {})},
       {"stream_end_frame", frame({.type = msg_type::stream_end, .request_id = id + 7}, {})},
       {"traced_echo_request", traced_echo_request(id + 8)},
       {"traced_echo_response", response(id + 8, std::string("hello"))},
       {"ping_frame", frame({.type = msg_type::ping}, {})},
-      {"pong_frame", frame({.type = msg_type::pong, .function_id = 2}, {})},
+      {"pong_frame", frame({.type = msg_type::pong, .reactors = 2}, {})},
   };
 }
 

@@ -39,6 +39,7 @@ struct null_channel final : corvid::detail::reply_channel {
   void forget_writable(corvid::detail::stream_link*) noexcept override {}
   void wait_written(corvid::detail::stream_link*) override {}
   void release_items(std::size_t) noexcept override {}
+  bool submit_blocking(corvid::detail::blocking_job&, std::uint64_t) override { return false; }
   asio::io_context& reactor() noexcept override { return io; }
   std::string peer_address() const override { return {}; }
   asio::io_context io;

@@ -4,6 +4,7 @@
 // waits for it) that also has a producer — the handler's stream<T> coroutine, parked at a
 // co_yield while the client has granted no credit or the connection's queue is full — and/or
 // an inbox for the items the client writes, read through the handler's stream_reader.
+#include <algorithm>
 #include <atomic>
 #include <coroutine>
 #include <exception>
@@ -163,6 +164,7 @@ class stream_call final
     // the handler, which then goes on (or ends); no later credit may resume it from here.
     if (credit_ > 0 && send_staged() && !lent_) return true;
     parked_ = h;  // no credit, no room, or its item lent to the write until written
+    hold_parked();
     return false;
   }
   void finished(std::coroutine_handle<> h, std::exception_ptr error) noexcept override {
@@ -316,6 +318,7 @@ class stream_call final
       }
       if (owned == 0) codec::encode(*out, item);
       channel->end_item(owned);
+      release_held();  // the queue holds it now, charged as a reply
       ++moved;
       credit_ -= static_cast<std::int64_t>(protocol::stream_item_cost(payload));
       return true;
@@ -344,8 +347,45 @@ class stream_call final
       abort_producer();
       return;
     }
-    if (!sent || lent_) return;
+    if (!sent) {
+      hold_parked();
+      return;
+    }
+    if (lent_) return;
     resume_handler(std::exchange(parked_, {}));  // last: the stream may finish and free this
+  }
+  // The producer waits at its co_yield with the item it yielded (not lent to a write): the
+  // item is memory held for this peer as long as its client grants no credit, so it is
+  // charged to the connection first. No memory for it: the stream ends with server_busy and
+  // the producer (with its item) is destroyed now, not kept.
+  void hold_parked() {
+    if constexpr (traits::streams_out) {
+      if (held_ != 0 || lent_ || !parked_ || aborting_) return;
+      using T = typename traits::out_item;
+      const std::size_t bytes =
+          std::max<std::size_t>(1, codec::encoded_size(*static_cast<T*>(staged_)));
+      if (channel->hold_item(bytes)) {
+        held_ = bytes;
+        return;
+      }
+      if (!replied_) {
+        replied_ = true;
+        try {
+          channel->reply_error(request_id, rpc_errc::server_busy,
+                               "stream ended: no memory to hold its next item (" +
+                                   std::to_string(bytes) +
+                                   " bytes) while the client grants no credit");
+        } catch (...) {
+        }
+      }
+      aborting_ = true;
+      request_context_access::cancel(ctx);
+      schedule_abort();
+    }
+  }
+  // The held item was queued or dropped: its charge returns.
+  void release_held() noexcept {
+    if (held_ != 0) channel->release_items(std::exchange(held_, 0));
   }
   void schedule_abort() {
     post_held([this] {
@@ -363,6 +403,7 @@ class stream_call final
     }
     producer_ = {};
     h.destroy();
+    release_held();
     end_call();
   }
   void finish(std::coroutine_handle<> h, std::exception_ptr error) noexcept {
@@ -380,6 +421,7 @@ class stream_call final
     producer_ = {};
     parked_ = {};
     h.destroy();
+    release_held();
     end_call();  // last: it may free this
   }
   void end_call() noexcept {
@@ -423,8 +465,10 @@ class stream_call final
   std::coroutine_handle<> parked_;                         // the producer waiting at co_yield
   std::coroutine_handle<> producer_;  // the handler's stream<T> coroutine, until it ends
   bool waiting_writable_ = false;
-  bool lent_ = false;     // its item is borrowed by the connection's write (parked until written)
-  bool replied_ = false;  // answered already (a protocol violation)
+  bool lent_ = false;      // its item is borrowed by the connection's write (parked until written)
+  bool replied_ = false;   // answered already (a protocol violation)
+  bool aborting_ = false;  // refused memory for its held item: the producer is being ended
+  std::size_t held_ = 0;   // bytes of the parked producer's item charged (hold_parked)
 };
 
 template <auto F>

@@ -55,6 +55,11 @@ struct frame_header {
   // Requests: the caller's remaining time budget in ms (0 = none). The server drops a request
   // whose budget ran out before its handler could start. Zero in responses.
   std::uint32_t timeout_ms = 0;
+  // Fields of one frame kind each, at the offset of a request's field that kind has no use
+  // for (docs/protocol.md, "Header fields by frame kind"): stream_credit: the bytes granted
+  // (offset 28); pong: the answering server's reactor count, 0 = not stated (offset 16).
+  std::uint32_t credit = 0;
+  std::uint32_t reactors = 0;
 
   std::size_t payload_size() const noexcept { return std::size_t{body_length} + attachment_length; }
   std::size_t frame_size() const noexcept { return header_size + payload_size(); }

@@ -28,6 +28,13 @@ struct transport_stats {
   std::uint64_t rdma_errors = 0;        // failed work requests (RNR or transport retries, ...)
   std::uint64_t rdma_rnr_errors = 0;    // ... of them "receiver not ready" retries exhausted
 
+  // Server admission (docs/reliability.md): times a connection stopped reading because a
+  // limit or share held (memory, calls, queued replies, its worker-queue share), and
+  // connections closed before authenticating because the pre-authentication places or
+  // budget (their own, or their peer address's share) were taken.
+  std::uint64_t admission_pauses = 0;
+  std::uint64_t pre_auth_refusals = 0;
+
   double frames_per_write() const noexcept {
     return write_syscalls == 0
                ? 0.0

@@ -164,6 +164,8 @@ class request_context {
   detail::method_limit* limit_ = nullptr;
   // A blocking call: cancelled() also reports its deadline (nothing can wake the handler).
   bool deadline_cancels_ = false;
+  // Queued for a worker: it holds a place in its connection's share of the worker queue.
+  bool blocking_ = false;
   // When the request arrived (the server's latency metrics time coroutine calls from it).
   std::chrono::steady_clock::time_point arrived_{};
   std::optional<detail::traced_call> span_;  // engaged for a traced call
@@ -189,6 +191,7 @@ struct request_context_access {
   }
   static method_limit*& limit(request_context& c) noexcept { return c.limit_; }
   static void cancel_at_deadline(request_context& c) noexcept { c.deadline_cancels_ = true; }
+  static bool& blocking(request_context& c) noexcept { return c.blocking_; }
   static bool past_deadline(const request_context& c) noexcept {
     return std::chrono::steady_clock::now() >= c.deadline_;
   }

@@ -52,6 +52,17 @@ struct server_config {
   corvid::memory_limit max_memory = corvid::memory_limit::share_of_ram(0.25);
   // Share of max_memory read buffers may take, so reading can never starve running calls.
   double read_buffer_share = 0.5;
+  // Pre-authentication: a connection on a TLS or http_admin server is in it from accept
+  // until its first byte (and, for TLS, until its handshake completes): its state (about
+  // 100 KiB for a TLS handshake) is charged to a budget of pre_auth_share of max_memory,
+  // which never takes the fair reserve established clients keep. At most
+  // max_pre_auth_connections are in it at once, at most max_pre_auth_per_peer from one
+  // address (an IPv6 /64); more are closed at once. It lasts at most
+  // tls_config::handshake_timeout (TLS) or frame_read_timeout, and ends the moment the peer
+  // resets or closes.
+  double pre_auth_share = 0.125;
+  std::size_t max_pre_auth_connections = 1024;
+  std::size_t max_pre_auth_per_peer = 64;
   // A connection with this many reply bytes queued (its client sends but does not read)
   // dispatches and reads nothing more until its writes drain; other connections are
   // unaffected. The reply that crosses the cap is still queued (one frame of overshoot at

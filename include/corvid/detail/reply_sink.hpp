@@ -1,0 +1,42 @@
+#pragma once
+// The reply sink of a server connection (reply_channel.hpp): where a handler's result or
+// error goes. Reactor thread.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <asio/io_context.hpp>
+
+#include "corvid/detail/outbound_queue.hpp"
+#include "corvid/error.hpp"
+
+namespace corvid {
+class request_context;
+}
+
+namespace corvid::detail {
+
+// Answers: replies and error replies to requests, and the connection they travel on.
+class reply_sink {
+ public:
+  virtual ~reply_sink() = default;
+
+  // Starts a success reply to `request_id` whose frame will be about `frame_bytes` long
+  // (header, encoded result, attachment): encode the result into the returned queue, then
+  // call end_reply(). Between the two nothing else may be queued. Null when the reply may not
+  // be queued (no memory for it, or the connection's reply queue is full): the channel has
+  // then queued an error reply to the request in its place.
+  virtual outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) = 0;
+  // Finishes the reply begun last, appending the context's response attachment, if any.
+  virtual void end_reply(request_context* ctx) = 0;
+  // An error reply: the body carries `message` (encoded as a string, cut to a bounded
+  // length).
+  virtual void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) = 0;
+  // A traced call (request_context::trace()) ended: its span goes to the user's exporter.
+  virtual void span_ended(request_context& ctx) noexcept { (void)ctx; }
+
+  virtual asio::io_context& reactor() noexcept = 0;
+  virtual std::string peer_address() const = 0;
+};
+
+}  // namespace corvid::detail
