@@ -61,14 +61,25 @@ class session : public std::enable_shared_from_this<session> {
   // a page is checked against the limit first (respond()).
   void reply(const http_response& r, bool head_only) {
     responding_ = true;
-    timer_.cancel();
+    // A peer that does not read its response holds its place no longer than one that does
+    // not send its request (write_timeout when shorter): the close fails the write.
+    const auto wt = host_.admin_config().write_timeout;
+    timer_.expires_after(wt.count() > 0 ? std::min(wt, max_request_time) : max_request_time);
+    timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+      if (ec) return;
+      std::error_code ignored;
+      self->socket_.close(ignored);
+    });
     const std::size_t size = serialized_size(r, head_only);
     memory_.queued_replies.reserve(size);
     reply_charged_ = size;
     out_ = serialize(r, head_only);
     asio::async_write(socket_, asio::buffer(out_),
                       [self = shared_from_this()](const std::error_code& ec, std::size_t) {
-                        if (ec) return;
+                        if (ec) {
+                          self->timer_.cancel();  // the peer is gone: end now, not at the timer
+                          return;
+                        }
                         self->finish();
                       });
   }
