@@ -10,8 +10,11 @@
 
 namespace corvid::admin {
 
-admin_listener::admin_listener(detail::server_core& core, asio::io_context& reactor)
-    : core_(core), acceptor_(reactor), retry_(reactor) {}
+admin_listener::admin_listener(admin_host& host, asio::io_context& reactor)
+    : host_(host),
+      sessions_(detail::shared_slots::make(max_admin_sessions, max_admin_sessions_per_peer)),
+      acceptor_(reactor),
+      retry_(reactor) {}
 
 rpc_error admin_listener::listen(const std::string& address) {
   const auto colon = address.rfind(':');
@@ -58,7 +61,7 @@ void admin_listener::accept_next() {
           });
           return;
         }
-        serve(core_, std::move(socket));
+        serve(host_, *sessions_, std::move(socket));
         accept_next();
       });
 }

@@ -7,7 +7,6 @@
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 
-#include "../server/server_core.hpp"
 #include "admin_pages.hpp"
 #include "http_request.hpp"
 
@@ -17,7 +16,8 @@ namespace {
 using socket_type = asio::generic::stream_protocol::socket;
 
 // A slow sender gets this long for its whole request head (frame_read_timeout when shorter):
-// a peer dribbling bytes (slowloris) holds a session and its buffer no longer.
+// a peer dribbling bytes (slowloris) holds a session and its buffer no longer. A peer that
+// leaves sooner (reset, FIN) ends its session at once: a read is pending the whole time.
 constexpr std::chrono::milliseconds max_request_time{10'000};
 // After the response: how long unread request bytes are drained before the close (closing
 // with them unread would reset the connection and could destroy the response in flight).
@@ -25,25 +25,28 @@ constexpr std::chrono::milliseconds linger{500};
 
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(detail::server_core& core, socket_type socket)
-      : core_(core), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+  session(admin_host& host, socket_type socket, std::unique_ptr<detail::shared_slots::ticket> place)
+      : host_(host),
+        memory_(host.admin_memory()),
+        socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        place_(std::move(place)) {}
 
   ~session() {
-    if (buffer_charged_) core_.memory.read_buffers.release(buffer_charge);
-    if (reply_charged_ != 0) core_.memory.queued_replies.release(reply_charged_);
-    if (buffer_charged_ || reply_charged_ != 0) core_.memory.notify();
-    core_.admin_sessions.fetch_sub(1, std::memory_order_relaxed);
-  }
+    if (buffer_charged_) memory_.read_buffers.release(buffer_charge);
+    if (reply_charged_ != 0) memory_.queued_replies.release(reply_charged_);
+    if (buffer_charged_ || reply_charged_ != 0) memory_.notify();
+  }  // place_ goes back to its pool here
 
   void start() {
     // The head buffer is charged before it is allocated, like every byte held for a peer.
-    if (!core_.memory.read_buffers.try_reserve(buffer_charge)) {
+    if (!memory_.read_buffers.try_reserve(buffer_charge)) {
       reply(error_response(503, "server at its memory limit"), false);
       return;
     }
     buffer_charged_ = true;
     buffer_.reserve(buffer_charge);
-    const auto frt = core_.config.frame_read_timeout;
+    const auto frt = host_.admin_config().frame_read_timeout;
     timer_.expires_after(frt.count() > 0 ? std::min(frt, max_request_time) : max_request_time);
     timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
       if (ec || self->responding_) return;
@@ -58,14 +61,25 @@ class session : public std::enable_shared_from_this<session> {
   // a page is checked against the limit first (respond()).
   void reply(const http_response& r, bool head_only) {
     responding_ = true;
-    timer_.cancel();
+    // A peer that does not read its response holds its place no longer than one that does
+    // not send its request (write_timeout when shorter): the close fails the write.
+    const auto wt = host_.admin_config().write_timeout;
+    timer_.expires_after(wt.count() > 0 ? std::min(wt, max_request_time) : max_request_time);
+    timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+      if (ec) return;
+      std::error_code ignored;
+      self->socket_.close(ignored);
+    });
     const std::size_t size = serialized_size(r, head_only);
-    core_.memory.queued_replies.reserve(size);
+    memory_.queued_replies.reserve(size);
     reply_charged_ = size;
     out_ = serialize(r, head_only);
     asio::async_write(socket_, asio::buffer(out_),
                       [self = shared_from_this()](const std::error_code& ec, std::size_t) {
-                        if (ec) return;
+                        if (ec) {
+                          self->timer_.cancel();  // the peer is gone: end now, not at the timer
+                          return;
+                        }
                         self->finish();
                       });
   }
@@ -89,7 +103,12 @@ class session : public std::enable_shared_from_this<session> {
       reply(error_response(408, "request head not received in time"), false);
       return;
     }
-    if (ec) return;  // gone: the socket closes with this session
+    if (ec) {
+      // The peer reset or sent its FIN before its request was whole: nothing to answer. The
+      // timer holds the session too; cancelled, the session (its place, its buffer) ends now.
+      timer_.cancel();
+      return;
+    }
     http_request req;
     const parse_result r = parse_http_request(buffer_, req);
     if (r.status == parse_status::incomplete) {
@@ -106,17 +125,17 @@ class session : public std::enable_shared_from_this<session> {
   void respond(const http_request& req) {
     http_response r;
     if (needs_snapshot(req.path)) {
-      r = route(req, core_.metrics_snapshot(), core_.config);
+      r = route(req, host_.metrics_snapshot(), host_.admin_config());
     } else {
       metrics::server_snapshot s;  // /health and unknown paths: no registry lock taken
-      s.serving = !core_.stopping();
-      r = route(req, s, core_.config);
+      s.serving = !host_.stopping();
+      r = route(req, s, host_.admin_config());
     }
     // The page exists already (it was built to be measured): a server at its limit does not
     // hold it for a peer, it answers 503 instead.
     const bool head_only = req.method == "HEAD";
-    if (core_.memory.queued_replies.try_reserve(serialized_size(r, head_only))) {
-      core_.memory.queued_replies.release(serialized_size(r, head_only));  // reply() charges it
+    if (memory_.queued_replies.try_reserve(serialized_size(r, head_only))) {
+      memory_.queued_replies.release(serialized_size(r, head_only));  // reply() charges it
     } else {
       r = error_response(503, "server at its memory limit");
     }
@@ -146,9 +165,11 @@ class session : public std::enable_shared_from_this<session> {
                             });
   }
 
-  detail::server_core& core_;
+  admin_host& host_;
+  detail::server_memory& memory_;
   socket_type socket_;
   asio::steady_timer timer_;
+  std::unique_ptr<detail::shared_slots::ticket> place_;  // null: refused (answered 503)
   std::string buffer_;
   std::string out_;
   char scratch_[512];
@@ -163,13 +184,19 @@ class session : public std::enable_shared_from_this<session> {
 
 }  // namespace
 
-void serve(detail::server_core& core, socket_type socket) {
-  auto s = std::make_shared<session>(core, std::move(socket));
-  if (core.admin_sessions.fetch_add(1, std::memory_order_relaxed) >= max_admin_sessions) {
+void serve(admin_host& host, detail::shared_slots& sessions, socket_type socket) {
+  auto place = sessions.take(detail::peer_key(socket));
+  const bool admitted = place != nullptr;
+  auto s = std::make_shared<session>(host, std::move(socket), std::move(place));
+  if (!admitted) {
     s->reply(error_response(503, "too many admin connections"), false);
     return;
   }
   s->start();
+}
+
+void serve(admin_host& host, socket_type socket) {
+  serve(host, host.rpc_port_admin_sessions(), std::move(socket));
 }
 
 }  // namespace corvid::admin

@@ -1,20 +1,14 @@
 #pragma once
-// One HTTP admin request on the RPC port (server_config::http_admin): a connection whose
-// first byte is 'G' or 'H' (GET, HEAD) is handed here by its server connection before any
-// corvid frame is read. One request, one response, then the connection closes.
-#include <string>
-
+// One HTTP admin request: a connection on the RPC port whose first byte is 'G' or 'H' (GET,
+// HEAD; server_config::http_admin), handed here by its server connection before any corvid
+// frame is read, or any connection accepted on admin_address (admin_listener). One request,
+// one response, then the connection closes.
 #include <asio/generic/stream_protocol.hpp>
 
-namespace corvid::detail {
-class server_core;
-}
+#include "../admission/shared_slots.hpp"
+#include "admin_host.hpp"
 
 namespace corvid::admin {
-
-// At most this many admin connections at once per server; more are answered 503 and closed
-// (the RPC connections are not affected).
-inline constexpr int max_admin_sessions = 16;
 
 // The first byte of an HTTP request the admin side serves (corvid frames start with 'C',
 // TLS records with 0x16).
@@ -22,6 +16,12 @@ constexpr bool looks_like_http(unsigned char first) noexcept {
   return first == 'G' || first == 'H';
 }
 
-void serve(detail::server_core& core, asio::generic::stream_protocol::socket socket);
+// Serves `socket` with a place in `sessions` (max_admin_sessions, max_admin_sessions_per_peer
+// from one address); without one it is answered 503 and closed (nothing else is affected). The
+// place is given back the moment the session ends, the peer's reset or FIN included.
+void serve(admin_host& host, detail::shared_slots& sessions,
+           asio::generic::stream_protocol::socket socket);
+// The RPC port's: a place in host.rpc_port_admin_sessions().
+void serve(admin_host& host, asio::generic::stream_protocol::socket socket);
 
 }  // namespace corvid::admin

@@ -8,12 +8,12 @@
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
-#include "../metrics/client_metrics_access.hpp"
 #include "../protocol/trace_prefix.hpp"
-#include "../rdma/handshake.hpp"
 #include "../runtime/endpoint.hpp"
 #include "../transport/byte_stream.hpp"
 #include "../transport/tls_context.hpp"
+#include "client_metrics_access.hpp"
+#include "rdma_client_handshake.hpp"
 #include <sys/socket.h>
 
 namespace corvid::detail {

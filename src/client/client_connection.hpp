@@ -26,8 +26,8 @@
 #include "corvid/protocol/frame_header.hpp"
 
 #include "../metrics/client_recorder.hpp"
+#include "../runtime/stats_counters.hpp"
 #include "../transport/frame_stream.hpp"
-#include "../transport/stats_counters.hpp"
 #include "call_table.hpp"
 #include "deadline_list.hpp"
 #include "parked_queue.hpp"

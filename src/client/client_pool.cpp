@@ -7,7 +7,7 @@
 #include "corvid/detail/detached.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
-#include "../metrics/client_metrics_access.hpp"
+#include "client_metrics_access.hpp"
 
 namespace corvid {
 

@@ -7,7 +7,7 @@
 #include "corvid/sync_wait.hpp"
 
 #include "../discovery/endpoint_source.hpp"
-#include "../metrics/client_metrics_access.hpp"
+#include "client_metrics_access.hpp"
 #include "hash_ring.hpp"
 
 namespace corvid {

@@ -6,17 +6,31 @@
 // The times are ones the connection reads anyway: the submission's clock read (the call's
 // deadline) and the read batch's (the reply's arrival). Off (no registry) every hook is one
 // predictable branch.
+//
+// The hooks take the call as a template parameter (the client's detail::call_base: anything
+// with `client_method_stats* call_stats` and `steady_clock::time_point submitted_at`), so that
+// src/metrics never includes the client it serves (docs/architecture.md, "Folders").
+#include <atomic>
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <string_view>
 
-#include "corvid/client/call_state.hpp"
+#include "corvid/error.hpp"
 
 #include "client_method_table.hpp"
 
 namespace corvid::metrics {
 
 class client_registry;
+
+// What a hook needs of a call: where its stats and its submission time are kept.
+template <class Call>
+concept recorded_call = requires(Call& c) {
+  { c.call_stats } -> std::convertible_to<client_method_stats*>;
+  c.call_stats = static_cast<client_method_stats*>(nullptr);
+  c.submitted_at = std::chrono::steady_clock::time_point{};
+};
 
 class client_recorder {
  public:
@@ -31,8 +45,8 @@ class client_recorder {
   bool on() const noexcept { return registry_ != nullptr; }
 
   // A call of `function_id` submitted at `now`: counted (in flight until it ends).
-  void submitted(detail::call_base& call, std::uint32_t function_id, std::string_view name,
-                 time_point now) {
+  template <recorded_call Call>
+  void submitted(Call& call, std::uint32_t function_id, std::string_view name, time_point now) {
     if (registry_ == nullptr) return;
     client_method_stats* s = table_.find(function_id);
     if (s == nullptr) [[unlikely]]
@@ -42,12 +56,13 @@ class client_recorder {
     call.submitted_at = now;
   }
   // Its request of `bytes` (arguments and attachment) was queued or parked.
-  static void queued(detail::call_base& call, std::size_t bytes) noexcept {
+  template <recorded_call Call>
+  static void queued(Call& call, std::size_t bytes) noexcept {
     if (call.call_stats != nullptr) call.call_stats->request_bytes.add(bytes);
   }
   // It ended with `code` at `now`; `reply_bytes`: the success reply's frame. Counted once.
-  static void ended(detail::call_base& call, rpc_errc code, std::size_t reply_bytes,
-                    time_point now) noexcept {
+  template <recorded_call Call>
+  static void ended(Call& call, rpc_errc code, std::size_t reply_bytes, time_point now) noexcept {
     client_method_stats* s = call.call_stats;
     if (s == nullptr) return;
     call.call_stats = nullptr;
@@ -62,7 +77,8 @@ class client_recorder {
     s->latency.record(ns.count() > 0 ? static_cast<std::uint64_t>(ns.count()) : 0);
   }
   // Refused at submission: its result was there at once.
-  static void refused(detail::call_base& call, rpc_errc code) noexcept {
+  template <recorded_call Call>
+  static void refused(Call& call, rpc_errc code) noexcept {
     ended(call, code, 0, call.submitted_at);
   }
 

@@ -6,7 +6,6 @@
 // signal (without TLS from then on: see byte_stream::switch_to_rdma).
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,10 +14,6 @@
 #include "corvid/protocol/frame_header.hpp"
 
 #include "rdma_stream.hpp"
-
-namespace corvid::detail {
-class byte_stream;
-}
 
 namespace corvid::rdma {
 
@@ -58,12 +53,9 @@ expected<std::shared_ptr<rdma_stream>, rpc_error> accept_setup(
     const std::shared_ptr<rdma_context>& ctx, asio::io_context& reactor, rdma_counters* counters,
     std::string_view request, std::string_view peer_key, std::string& reply);
 
-// Client: runs the handshake on a connected stream, a socket or TLS on it (owned by the
-// caller, who keeps it alive until `done` runs), and hands back a connected RDMA stream.
-// `done` runs on the socket's reactor. Over TLS, a failure of TLS itself (the server's alert
-// refusing our certificate arrives only now under TLS 1.3) is named as TLS's, not RDMA's.
-void client_handshake(std::shared_ptr<rdma_context> ctx, detail::byte_stream& carrier,
-                      rdma_counters* counters,
-                      std::function<void(rpc_error, std::shared_ptr<rdma_stream>)> done);
+// The queue pair address a setup message describes.
+verbs::endpoint_info remote_of(const setup_message& m);
+
+// The client's side runs over a connection's byte stream: src/client/rdma_client_handshake.hpp.
 
 }  // namespace corvid::rdma

@@ -29,13 +29,15 @@
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "../runtime/io_handler.hpp"
 #include "chunk_pool.hpp"
-#include "io_handler.hpp"
 #include "rdma_context.hpp"
 #include "rdma_counters.hpp"
 #include "stream_registry.hpp"
 
 namespace corvid::rdma {
+
+using detail::io_handler;
 
 class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
  public:

@@ -20,12 +20,13 @@
 #include "corvid/runtime/tls_config.hpp"
 #include "corvid/server/server_config.hpp"
 
+#include "../admin/admin_host.hpp"
 #include "../admin/admin_listener.hpp"
 #include "../admission/shared_slots.hpp"
 #include "../memory/server_memory.hpp"
 #include "../metrics/server_metrics.hpp"
 #include "../metrics/snapshot.hpp"
-#include "../transport/stats_counters.hpp"
+#include "../runtime/stats_counters.hpp"
 #include "method_limit.hpp"
 #include "worker_pool.hpp"
 
@@ -60,14 +61,14 @@ struct handler_entry {
   std::size_t index = 0;  // registration order: the method's slot in the metrics shards
 };
 
-class server_core {
+class server_core : public admin::admin_host {
  public:
   explicit server_core(server_config cfg)
       : config(std::move(cfg)),
         memory(config),
         pre_auth(
             shared_slots::make(config.max_pre_auth_connections, config.max_pre_auth_per_peer)) {}
-  ~server_core();
+  ~server_core() override;
 
   void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn,
                    bool blocking = false);
@@ -123,10 +124,16 @@ class server_core {
   std::uint32_t reactor_count() const noexcept {
     return pool_ ? static_cast<std::uint32_t>(pool_->size()) : 0;
   }
-  bool stopping() const;
-  // Sums the shards and lists the connections (src/admin/server_snapshot.cpp). Any thread.
-  metrics::server_snapshot metrics_snapshot() const;
-  std::atomic<int> admin_sessions{0};         // HTTP admin connections open (src/admin/)
+  bool stopping() const override;
+  // Sums the shards and lists the connections (server_snapshot.cpp). Any thread.
+  metrics::server_snapshot metrics_snapshot() const override;
+  // The admin side's host (admin::admin_host, server_snapshot.cpp).
+  const server_config& admin_config() const noexcept override { return config; }
+  server_memory& admin_memory() noexcept override { return memory; }
+  shared_slots& rpc_port_admin_sessions() noexcept override { return *admin_sessions; }
+  // HTTP admin sessions on the RPC port (http_admin); admin_address has a pool of its own.
+  const std::shared_ptr<shared_slots> admin_sessions =
+      shared_slots::make(admin::max_admin_sessions, admin::max_admin_sessions_per_peer);
   std::uint16_t admin_port() const noexcept;  // server_config::admin_address's bound port
 
  private:

@@ -23,10 +23,10 @@
 
 #include "../protocol/frames.hpp"
 #include "../runtime/partial_frame_hint.hpp"
+#include "../runtime/stats_counters.hpp"
 #include "byte_stream.hpp"
 #include "heartbeat_clock.hpp"
 #include "read_room.hpp"
-#include "stats_counters.hpp"
 
 namespace corvid::detail {
 

@@ -139,7 +139,7 @@ void tls_channel::handshake_step(std::function<void(const std::error_code&)> don
 
 // ---- reading ------------------------------------------------------------------------------
 
-void tls_channel::async_read_some(char* data, std::size_t size, rdma::io_handler done) {
+void tls_channel::async_read_some(char* data, std::size_t size, io_handler done) {
   read_data_ = data;
   read_size_ = size;
   std::error_code ec;
@@ -205,7 +205,7 @@ void tls_channel::compact_input() {
   }
 }
 
-void tls_channel::read_socket(rdma::io_handler done) {
+void tls_channel::read_socket(io_handler done) {
   compact_input();
   socket_.async_read_some(
       asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
@@ -250,7 +250,7 @@ void tls_channel::grow_chunk() {
 // ---- writing ------------------------------------------------------------------------------
 
 void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers, std::uint64_t* writes,
-                              time_point* progress, time_point* moved, rdma::io_handler done) {
+                              time_point* progress, time_point* moved, io_handler done) {
   write_buffers_ = &buffers;
   write_index_ = write_offset_ = 0;
   write_total_ = 0;
@@ -266,7 +266,7 @@ void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers, st
   pump_write(std::move(done));
 }
 
-void tls_channel::pump_write(rdma::io_handler done) {
+void tls_channel::pump_write(io_handler done) {
   // Records of up to 16 KiB each, from the queued buffers, until a chunk is gathered.
   const auto& buffers = *write_buffers_;
   while (write_index_ < buffers.size() && out_.size() < chunk_) {

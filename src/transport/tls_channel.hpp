@@ -29,7 +29,7 @@
 
 #include "corvid/memory/memory_tracker.hpp"
 
-#include "../rdma/io_handler.hpp"
+#include "../runtime/io_handler.hpp"
 #include "counting_transfer_all.hpp"
 #include <openssl/ssl.h>
 
@@ -53,11 +53,11 @@ class tls_channel {
   // Buffer growth is reserved on `budget` (which must outlive the channel's operations).
   void set_budget(memory_tracker* budget) noexcept { budget_ = budget; }
   void async_handshake(std::function<void(const std::error_code&)> done);
-  void async_read_some(char* data, std::size_t size, rdma::io_handler done);
+  void async_read_some(char* data, std::size_t size, io_handler done);
   // Writes all of `buffers` (which must stay unchanged until `done`). `writes` counts the
   // write syscalls; `progress`/`moved` as in counting_transfer_all.
   void async_write(const std::vector<asio::const_buffer>& buffers, std::uint64_t* writes,
-                   time_point* progress, time_point* moved, rdma::io_handler done);
+                   time_point* progress, time_point* moved, io_handler done);
 
  private:
   static int bio_write(BIO* b, const char* data, int len);
@@ -70,7 +70,7 @@ class tls_channel {
   void handshake_step(std::function<void(const std::error_code&)> done);
   // Decrypts into the pending read; false when more ciphertext is needed.
   bool try_read(std::error_code& ec, std::size_t& n);
-  void read_socket(rdma::io_handler done);
+  void read_socket(io_handler done);
   // A non-blocking recv into in_ (0: nothing there now).
   std::size_t receive_now(std::error_code& ec);
   void compact_input();
@@ -80,7 +80,7 @@ class tls_channel {
   bool reserve(std::size_t bytes) noexcept;
   // Encrypts the next chunk of the pending write into out_; then writes out_ if no socket
   // write is in flight, and completes the pending write once all of it is written.
-  void pump_write(rdma::io_handler done);
+  void pump_write(io_handler done);
   // Writes out_ (swapped into sending_), then runs `after(ec)`.
   template <class After>
   void write_socket(After&& after) {

@@ -17,7 +17,14 @@ namespace corvid_test {
 
 class http_socket {
  public:
-  explicit http_socket(std::uint16_t port, int timeout_s = 5) : socket_(io_) {
+  // `from`: the local address to connect from (another loopback address, 127.0.0.2, is
+  // another peer to the server's per-peer shares).
+  explicit http_socket(std::uint16_t port, int timeout_s = 5, const char* from = nullptr)
+      : socket_(io_) {
+    if (from != nullptr) {
+      socket_.open(asio::ip::tcp::v4());
+      socket_.bind({asio::ip::make_address(from), 0});
+    }
     socket_.connect({asio::ip::make_address("127.0.0.1"), port});
     timeval tv{timeout_s, 0};
     ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -47,8 +54,8 @@ class http_socket {
 };
 
 inline std::string http_get(std::uint16_t port, const std::string& path,
-                            const std::string& method = "GET") {
-  http_socket s(port);
+                            const std::string& method = "GET", const char* from = nullptr) {
+  http_socket s(port, 5, from);
   s.send(method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
   return s.read_all();
 }

@@ -1,11 +1,11 @@
-// server_core::metrics_snapshot: the admin side's view of a server, gathered off the hot path
-// (under the connection registry's lock, never taken per request).
+// server_core as the admin side's host (admin::admin_host): its view of a server, gathered
+// off the hot path (under the connection registry's lock, never taken per request).
 #include <chrono>
 
 #include "../discovery/server_presence.hpp"
 #include "../rdma/rdma_context.hpp"
-#include "../server/server_connection.hpp"
-#include "../server/server_core.hpp"
+#include "server_connection.hpp"
+#include "server_core.hpp"
 
 namespace corvid::detail {
 

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace corvid::rdma {
+namespace corvid::detail {
 
 class io_handler {
  public:
@@ -71,4 +71,4 @@ class io_handler {
   const ops* ops_ = nullptr;
 };
 
-}  // namespace corvid::rdma
+}  // namespace corvid::detail

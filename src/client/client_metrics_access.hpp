@@ -4,7 +4,7 @@
 
 #include "corvid/client/client_metrics.hpp"
 
-#include "client_registry.hpp"
+#include "../metrics/client_registry.hpp"
 
 namespace corvid::detail {
 
