@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "corvid/client/load_balancer.hpp"
+#include "corvid/client/lb_config.hpp"
+#include "corvid/error.hpp"
+#include "corvid/expected.hpp"
 
 namespace corvid::discovery {
 

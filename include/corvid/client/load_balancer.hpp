@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "corvid/client/client_pool.hpp"
+#include "corvid/client/lb_config.hpp"
 #include "corvid/protocol/health.hpp"
 
 namespace corvid {
@@ -32,53 +33,6 @@ class endpoint_source;  // src/discovery: what open() follows
 namespace detail {
 class hash_ring;  // src/client/hash_ring.hpp
 }
-
-enum class lb_policy {
-  round_robin,
-  weighted_round_robin,
-  random,
-  power_of_two_choices,
-  // Consistent hashing with bounded load (call_options::hash_key): a key keeps its endpoint
-  // while that endpoint is up and carries at most hash_load_factor times the average calls
-  // in flight; past that the call spills to the next endpoint on the ring. Removing one of N
-  // endpoints moves only its ~1/N of the keys. Calls without a key: power of two choices.
-  consistent_hash,
-};
-
-struct lb_endpoint {
-  std::string address;  // "host:port" or "unix:/path"
-  unsigned weight = 1;  // weighted_round_robin only
-  // The instance's identity, which places it on the consistent-hash ring (a registered
-  // server's instance id); empty = the address.
-  std::string id{};
-};
-
-struct lb_config {
-  lb_policy policy = lb_policy::round_robin;
-  pool_config pool;  // settings of each endpoint's pool
-  // An endpoint whose call fails to reach it (connect_failed, connection_closed) is ejected for
-  // eject_base * 2^(ejections-1), at most eject_max; then one probe call decides. The calls
-  // that were in flight when it failed count as one failure, not one each.
-  std::chrono::milliseconds eject_base{1000};
-  std::chrono::milliseconds eject_max{30000};
-  // This many timeouts in a row with no success between them eject the endpoint too: a host
-  // that went silent (no FIN, no RST) answers nothing, but its connection stays up until a
-  // heartbeat gives up on it. 0 = timeouts never eject.
-  unsigned eject_after_timeouts = 5;
-  // consistent_hash: no endpoint takes a keyed call while it has more than this times the
-  // average calls in flight (rounded up); >= 1.
-  double hash_load_factor = 1.25;
-  // Every this long, each endpoint is asked the health method; one answering not_serving
-  // or draining gets no new calls until it answers serving again (0 = never ask; ejected
-  // endpoints are still probed with it).
-  std::chrono::milliseconds health_check_interval{0};
-  // open("file://..."): how often the file is checked for a change.
-  std::chrono::milliseconds file_poll_interval{250};
-  // open("dns://..."): the DNS server ("127.0.0.1:5353"; empty = the system's resolv.conf)
-  // and how often the name is looked up again (also soon after an endpoint fails).
-  std::string dns_server;
-  std::chrono::milliseconds dns_refresh_interval{30000};
-};
 
 struct lb_endpoint_stats {
   std::string address;
