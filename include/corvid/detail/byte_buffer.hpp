@@ -59,8 +59,11 @@ class byte_buffer {
   }
 
   // Appends n uninitialised bytes and returns where they start (the codec's sink interface).
-  char* extend(std::size_t n) {
-    if (tail_room() < n) grow(n);
+  // Inlined everywhere: it is on every reply's path (callgrind: out of line it cost 27
+  // instructions a call).
+  [[gnu::always_inline]] char* extend(std::size_t n) {
+    if (tail_room() < n) [[unlikely]]
+      grow(n);
     char* p = data_ + end_;
     end_ += n;
     return p;
