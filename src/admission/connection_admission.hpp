@@ -122,8 +122,8 @@ class connection_admission {
   const std::size_t blocking_share_;
   const std::size_t blocking_bytes_share_;
   const bool busy_at_limit_;
-  std::size_t calls_ = 0;     // started calls not yet finished (coroutine, blocking, stream)
-  std::size_t blocking_ = 0;  // ... of which blocking, queued or running on a worker
+  std::size_t calls_ = 0;           // started calls not yet finished (coroutine, blocking, stream)
+  std::size_t blocking_ = 0;        // ... of which blocking, queued or running on a worker
   std::size_t blocking_bytes_ = 0;  // ... and their bytes
   std::size_t streams_ = 0;
   std::uint8_t paused_ = 0;  // pause_reason bits

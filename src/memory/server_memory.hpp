@@ -118,7 +118,6 @@ class connection_memory {
   // Brings the read charge to the buffer's capacity after it changed (a shrink releases).
   void settle_read(std::size_t capacity) noexcept;
 
-
   // In-flight calls. Before dispatching a frame: room for its request bytes in a batch
   // credit (a batch of small calls costs one reservation). False = no room. A coroutine call,
   // which copies its request, charges the bytes from the credit (charge_admitted); a

@@ -202,9 +202,10 @@ TEST(admission_attacks, a_stream_item_is_never_queued_past_the_memory_limit) {
   EXPECT_NE(got.find("the server is at its memory limit"), std::string::npos) << got;
   EXPECT_LE(server.memory().peak, std::size_t{8u << 20}) << server.memory().to_string();
   // The connection goes on serving.
-  auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
-    co_return co_await client.call_for<echo>(patience(5s), std::string("after"));
-  }());
+  auto r =
+      corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
+        co_return co_await client.call_for<echo>(patience(5s), std::string("after"));
+      }());
   ASSERT_TRUE(r.has_value()) << r.error().message();
 }
 

@@ -201,9 +201,9 @@ TEST(BlockingHandler, QueueFullByLengthIsServerBusy) {
   auto running = send<held>(c);
   ASSERT_TRUE(eventually([] { return started == 1; }));
   auto queued = send<held>(d);  // the queue's one place
-  ASSERT_TRUE(eventually([&] { return s->metrics_text().find(
-                                          "\ncorvid_server_worker_queue_depth 1") !=
-                                      std::string::npos; }));
+  ASSERT_TRUE(eventually([&] {
+    return s->metrics_text().find("\ncorvid_server_worker_queue_depth 1") != std::string::npos;
+  }));
   auto refused = call<held>(e);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), corvid::rpc_errc::server_busy);
@@ -229,9 +229,9 @@ TEST(BlockingHandler, QueueFullByBytesIsServerBusy) {
   auto running = send<held>(c);
   ASSERT_TRUE(eventually([] { return started == 1; }));
   auto big = send<sized>(d, std::string(8000, 'x'));  // fits the empty queue
-  ASSERT_TRUE(eventually([&] { return s->metrics_text().find(
-                                          "\ncorvid_server_worker_queue_depth 1") !=
-                                      std::string::npos; }));
+  ASSERT_TRUE(eventually([&] {
+    return s->metrics_text().find("\ncorvid_server_worker_queue_depth 1") != std::string::npos;
+  }));
   auto refused = call<sized>(e, std::string("small"));
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), corvid::rpc_errc::server_busy);
