@@ -99,6 +99,8 @@ class connection_admission {
   }
   bool paused() const noexcept { return paused_ != 0; }
   bool paused_for(pause_reason r) const noexcept { return (paused_ & bit(r)) != 0; }
+  // Paused for `r` and nothing else.
+  bool paused_only_for(pause_reason r) const noexcept { return paused_ == bit(r); }
   // stop(): new requests are refused (open streams still move).
   void stop_admitting() noexcept { draining_ = true; }
   bool draining() const noexcept { return draining_; }

@@ -161,6 +161,14 @@ bool connection_memory::reserve_read_speculative(std::size_t capacity) noexcept 
   return reserve_read(capacity);
 }
 
+bool connection_memory::reserve_first_read(std::size_t capacity) noexcept {
+  if (reserve_read(capacity)) return true;
+  if (server_.server.available() < server_.fair_reserve + capacity) return false;
+  read_.reserve(capacity - read_charged_);  // past the read share, within the server's room
+  read_charged_ = capacity;
+  return true;
+}
+
 void connection_memory::settle_read(std::size_t capacity) noexcept {
   if (capacity > read_charged_) {
     read_.reserve(capacity - read_charged_);

@@ -115,6 +115,13 @@ class connection_memory {
   // connections holding partial frames can never take all the memory and leave every one of
   // them waiting for more (a deadlock).
   bool reserve_read_speculative(std::size_t capacity) noexcept;
+  // A connection's first read buffer: from the read share, or, once reads have taken their
+  // share, from the server's free memory above the fair reserve. A new connection holds
+  // nothing else, and without a buffer it cannot be served at all: behind a read share full
+  // of partial frames (each waiting for more) it would wait as long as they do. False = wait.
+  // (Two reactors passing the check at once may each charge theirs: one buffer of overshoot
+  // past the fair reserve per reactor at most, never past the server's limit by more.)
+  bool reserve_first_read(std::size_t capacity) noexcept;
   // Brings the read charge to the buffer's capacity after it changed (a shrink releases).
   void settle_read(std::size_t capacity) noexcept;
 

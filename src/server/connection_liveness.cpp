@@ -24,9 +24,8 @@ std::chrono::milliseconds connection_liveness::stall_grace() const noexcept {
   return w.count() > 0 ? std::min(w / 10, most) : most;
 }
 
-std::chrono::milliseconds connection_liveness::probe_interval(
-    bool paused_for_memory) const noexcept {
-  return paused_for_memory ? hangup_probe_memory : hangup_probe;
+std::chrono::milliseconds connection_liveness::probe_interval(bool only_for_memory) const noexcept {
+  return only_for_memory ? hangup_probe_memory : hangup_probe;
 }
 
 connection_liveness::time_point connection_liveness::next_stream_look(
@@ -55,7 +54,8 @@ connection_liveness::time_point connection_liveness::next_check(const view& v,
   // A frame may start later: look again within frame_read_timeout.
   if (c.frame_read_timeout.count() > 0) t = std::min(t, now + c.frame_read_timeout);
   // Paused by a limit, the connection reads nothing, so it would not see its peer leave.
-  if (v.paused && !v.rdma) t = std::min(t, clock.last_ping + probe_interval(v.paused_for_memory));
+  if (v.paused && !v.rdma)
+    t = std::min(t, clock.last_ping + probe_interval(v.paused_only_for_memory));
   return t;
 }
 
@@ -96,7 +96,7 @@ connection_liveness::finding connection_liveness::look(const view& v, heartbeat_
     f.dead_peer = true;
     return f;
   }
-  if (v.paused && !v.rdma && now - clock.last_ping >= probe_interval(v.paused_for_memory)) {
+  if (v.paused && !v.rdma && now - clock.last_ping >= probe_interval(v.paused_only_for_memory)) {
     f.probe = true;
     clock.last_ping = now;  // the next probe is due from now, ping or not
   }

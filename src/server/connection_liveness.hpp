@@ -22,10 +22,10 @@ class connection_liveness {
 
   // What the connection is doing now, as far as these limits care.
   struct view {
-    bool writing = false;  // a write is in flight
-    bool paused = false;   // admission paused it: it reads nothing
-    bool paused_for_memory = false;
-    bool rdma = false;  // no socket to probe
+    bool writing = false;                 // a write is in flight
+    bool paused = false;                  // admission paused it: it reads nothing
+    bool paused_only_for_memory = false;  // ... and by nothing of its peer's own doing
+    bool rdma = false;                    // no socket to probe
     bool streams_open = false;
     bool quiet = false;              // no call running, nothing queued or being written
     bool grown_frame_waits = false;  // a frame granted a grown buffer has not completed
@@ -51,7 +51,9 @@ class connection_liveness {
   bool has_time_limits() const noexcept;
   // How long a write may stall, or a granted frame stop arriving, while others wait for memory.
   std::chrono::milliseconds stall_grace() const noexcept;
-  std::chrono::milliseconds probe_interval(bool paused_for_memory) const noexcept;
+  // Often while the peer itself filled its calls, replies or worker share (a flood that may
+  // have hung up), rarely while it only waits for the server's memory with many others.
+  std::chrono::milliseconds probe_interval(bool only_for_memory) const noexcept;
   time_point next_check(const view& v, const heartbeat_clock& clock, time_point now) const noexcept;
   time_point next_stream_look(time_point now) const noexcept;
   // The look itself, at `now`. `kernel_queue`: the socket's unsent bytes (0 on RDMA).

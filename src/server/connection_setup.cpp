@@ -66,7 +66,7 @@ void server_connection::begin_reading() {
   // none. (The connection object and the kernel's socket buffers are bounded by the number of
   // connections: server_config::max_connections and the process's descriptor limit.)
   const std::size_t size = buffer_pool::class_size(core_.config.read_buffer_size);
-  if (!mem_.reserve_read(size)) {
+  if (!mem_.reserve_first_read(size)) {
     wait_for_memory(true, size);
     return;
   }

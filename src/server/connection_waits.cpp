@@ -17,7 +17,7 @@ connection_liveness::view server_connection::liveness_view() const noexcept {
   connection_liveness::view v;
   v.writing = writing_;
   v.paused = paused();
-  v.paused_for_memory = adm_.paused_for(pause_reason::memory);
+  v.paused_only_for_memory = adm_.paused_only_for(pause_reason::memory);
   v.rdma = stream_.is_rdma();
   v.streams_open = adm_.open_streams() != 0;
   v.quiet = running_.empty() && !writing_ && pending_.empty();
@@ -84,7 +84,7 @@ void server_connection::watch_hangup() {
     });
   }
   const time_point probe =
-      frames_.clock.last_ping + live_.probe_interval(adm_.paused_for(pause_reason::memory));
+      frames_.clock.last_ping + live_.probe_interval(adm_.paused_only_for(pause_reason::memory));
   if (timer_ && timer_->expiry() > probe) recheck_at(probe);
 }
 

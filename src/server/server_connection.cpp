@@ -284,18 +284,8 @@ void server_connection::pause_for(const verdict& v) {
     return;
   }
   core_.stats.on_admission_pause();
-  switch (v.reason) {
-    case pause_reason::memory:
-      break;
-    case pause_reason::replies:
-      adm_.pause(v.reason);  // on_write resumes
-      hold_replies();
-      break;
-    case pause_reason::calls:
-    case pause_reason::workers:
-      adm_.pause(v.reason);  // call_finished resumes
-      break;
-  }
+  adm_.pause(v.reason);  // replies: on_write resumes; calls, workers: call_finished does
+  if (v.reason == pause_reason::replies) hold_replies();
   watch_hangup();
 }
 

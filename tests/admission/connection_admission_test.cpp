@@ -170,6 +170,26 @@ TEST(connection_admission, pre_authentication_never_takes_the_fair_reserve) {
   EXPECT_EQ(memory.pre_auth.current(), 0u);
 }
 
+TEST(connection_admission, a_first_read_buffer_passes_a_full_read_share_but_not_the_reserve) {
+  server_config config;
+  config.max_memory = memory_limit::bytes(16u << 20);
+  server_memory memory{config};
+  connection_memory reads{memory, "reads"};
+  ASSERT_TRUE(reads.reserve_read(memory.read_buffers.limit()));  // the read share is full
+  connection_memory fresh{memory, "fresh"};
+  EXPECT_FALSE(fresh.reserve_read(8192));
+  EXPECT_TRUE(fresh.reserve_first_read(8192));  // the server has room beyond its reserve
+  // Calls take the rest up to the fair reserve: the next first buffer waits.
+  connection_memory calls{memory, "calls"};
+  for (std::size_t step : {64u * 1024, 4096u, 512u}) {
+    while (calls.hold(step)) {
+    }
+  }
+  connection_memory late{memory, "late"};
+  EXPECT_FALSE(late.reserve_first_read(8192));
+  EXPECT_LE(memory.server.current(), memory.server.limit());
+}
+
 TEST(connection_admission, pre_authentication_has_a_budget_of_its_own) {
   server_config config;
   config.max_memory = memory_limit::bytes(16u << 20);
