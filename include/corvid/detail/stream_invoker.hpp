@@ -319,7 +319,6 @@ class stream_call final
       }
       if (owned == 0) codec::encode(*out, item);
       channel->end_item(owned);
-      release_held();  // the queue holds it now, charged as a reply
       ++moved;
       credit_ -= static_cast<std::int64_t>(protocol::stream_item_cost(payload));
       return true;
