@@ -112,11 +112,6 @@ connection_memory::connection_memory(server_memory& server, const std::string& n
       replies_(name, unlimited_memory, &server.queued_replies),
       calls_(name, server.max_call_bytes_per_connection, &server.in_flight) {}
 
-bool connection_memory::reserve_tls(std::size_t bytes, const std::string& name) {
-  if (!tls_) tls_.emplace(name, unlimited_memory, &server_.tls_sessions);
-  return tls_->try_reserve(bytes);
-}
-
 bool connection_memory::reserve_pre_auth(std::size_t bytes, const std::string& name) {
   if (server_.fair_reserve != 0 && server_.server.available() < server_.fair_reserve + bytes) {
     return false;  // the fair reserve is for established light clients

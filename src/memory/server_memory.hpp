@@ -164,10 +164,8 @@ class connection_memory {
   // small reply and the dispatch check need, without a tracker operation per call.
   static constexpr std::size_t reply_keep = 4096;
 
-  // A TLS connection's fixed cost (its session and record buffers), reserved before the
-  // session is created; false = no room. Held until the connection goes.
-  bool reserve_tls(std::size_t bytes, const std::string& name);
-  // Where its buffers' growth is reserved (after reserve_tls).
+  // An established TLS connection's session and record buffers (moved there from the
+  // pre-authentication budget by end_pre_auth): where their growth is reserved.
   memory_tracker* tls_tracker() noexcept { return tls_ ? &*tls_ : nullptr; }
   // Pre-authentication state (the connection before its first byte, a TLS handshake):
   // charged to the server's pre_auth budget, and never into the fair reserve. False = no
