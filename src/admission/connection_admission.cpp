@@ -72,12 +72,8 @@ verdict connection_admission::open_stream() {
 }
 
 verdict connection_admission::admit_item(std::size_t cost) {
-  if (mem_.admit(cost)) {
-    mem_.charge_admitted(cost);
-    static_cast<void>(mem_.take_admitted());  // held by the inbox until taken: release()
-    return verdict::admit();
-  }
-  if (!mem_.call_could_fit(cost)) {  // waiting would never end: the item is dropped
+  if (mem_.hold(cost)) return verdict::admit();  // held by the inbox until taken: release()
+  if (!mem_.call_could_fit(cost)) {              // waiting would never end: the item is dropped
     return verdict::refuse(rpc_errc::message_too_large,
                            "stream item of " + std::to_string(cost) +
                                " bytes exceeds the server's memory for running calls");
