@@ -44,7 +44,7 @@ io_pool::io_pool(std::size_t threads, thread_start_hook on_start,
       // also returns when raise_busy_poll stops the context to switch it into spinning.
       for (;;) {
         try {
-          detail::run_reactor(*ctx, busy_poll_ns_, adaptive_poll_, r->polling_sleeps);
+          detail::run_reactor(*ctx, busy_poll_ns_, adaptive_poll_, r->polling);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "corvid: exception escaped a reactor handler: %s\n", e.what());
         } catch (...) {

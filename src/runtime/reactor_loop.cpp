@@ -55,29 +55,44 @@ std::chrono::nanoseconds thread_cpu() noexcept {
 // Runs ctx with an adaptive_poll budget of at most `max`; returns when ctx is stopped or
 // busy-poll was switched on (the fixed budget takes over).
 void run_adaptive(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns,
-                  std::chrono::nanoseconds max, std::atomic<std::uint64_t>& sleeps) {
+                  std::chrono::nanoseconds max, polling_counters& counters) {
   using clock = std::chrono::steady_clock;
   adaptive_poll policy(max);
   spinner_slot me;
   bool streaming = false;  // the last batch ended mid-frame: sleep for the rest
   while (!ctx.stopped() && budget_ns.load(std::memory_order_relaxed) <= 0) {
     const auto idle_from = clock::now();
-    const auto budget = streaming ? std::chrono::nanoseconds::zero() : policy.budget();
+    const auto budget = streaming ? std::chrono::nanoseconds::zero() : policy.budget(idle_from);
     bool found = false;
+    auto last = idle_from;
     while (budget.count() > 0 && !ctx.stopped()) {
       if (ctx.poll() > 0) {
         found = true;
         break;
       }
+      const auto now = clock::now();
+      if (now - last > adaptive_poll::lost_cpu_gap) {  // off the CPU between two empty polls
+        policy.preempted(now);
+        polling_counters::bump(counters.holds);
+        break;
+      }
+      last = now;
       // Another polling reactor on this CPU may be the one this one waits for: sleep, so
       // the scheduler runs it (unlike a fixed budget's spinner, a learned one only polls when
       // it has the CPU to itself).
-      if (clock::now() - idle_from >= budget || me.shares_core()) break;
+      if (now - idle_from >= budget || me.shares_core()) break;
+    }
+    if (found) {
+      policy.caught();
+    } else if (budget.count() > 0 && !policy.held(last)) {
+      policy.missed(last);
+      if (policy.held(last)) polling_counters::bump(counters.holds);
     }
     std::chrono::nanoseconds cpu_before{};
     if (!found) {
       me.pause();
-      sleeps.store(sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      polling_counters::bump(counters.sleeps);
+      if (!streaming && policy.held(last)) polling_counters::bump(counters.held_sleeps);
       cpu_before = thread_cpu();
       if (ctx.run_one() == 0) return;
     }
@@ -97,13 +112,13 @@ void run_adaptive(asio::io_context& ctx, const std::atomic<std::int64_t>& budget
 }  // namespace
 
 void run_reactor(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns,
-                 std::chrono::nanoseconds adaptive_max, std::atomic<std::uint64_t>& sleeps) {
+                 std::chrono::nanoseconds adaptive_max, polling_counters& counters) {
   if (budget_ns.load(std::memory_order_relaxed) > 0) {
     spin(ctx, budget_ns);
     if (ctx.stopped() || budget_ns.load(std::memory_order_relaxed) > 0) return;
   }
   if (adaptive_max.count() > 0) {
-    run_adaptive(ctx, budget_ns, adaptive_max, sleeps);
+    run_adaptive(ctx, budget_ns, adaptive_max, counters);
     return;  // stopped, or busy-poll switched on: the pool restarts the loop
   }
   ctx.run();

@@ -14,6 +14,8 @@
 
 #include <asio/io_context.hpp>
 
+#include "corvid/detail/polling_counters.hpp"
+
 namespace corvid {
 
 class io_pool {
@@ -59,7 +61,18 @@ class io_pool {
   // catches, it grows far slower than the reactor's event count. Counted only while adaptive
   // polling is on.
   std::uint64_t polling_sleeps(std::size_t i) const noexcept {
-    return reactors_[i]->polling_sleeps.load(std::memory_order_relaxed);
+    return reactors_[i]->polling.sleeps.load(std::memory_order_relaxed);
+  }
+  // How many times reactor `i` stopped polling for a while (1 ms at first, doubling up to 1 s
+  // while it keeps happening) because polling was not paying: it lost its CPU while polling
+  // (other threads wanted it), or 8 polls in a row caught nothing (the peer it waits for runs
+  // on its CPU, and could only run once the poll ended). Of its sleeps, polling_held_sleeps(i)
+  // came without polling for that reason.
+  std::uint64_t polling_holds(std::size_t i) const noexcept {
+    return reactors_[i]->polling.holds.load(std::memory_order_relaxed);
+  }
+  std::uint64_t polling_held_sleeps(std::size_t i) const noexcept {
+    return reactors_[i]->polling.held_sleeps.load(std::memory_order_relaxed);
   }
 
   // Stops every reactor (pending handlers are not run) and joins the threads. Idempotent;
@@ -78,7 +91,7 @@ class io_pool {
     asio::io_context ctx{1};  // concurrency hint 1: only this reactor's thread runs it
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
     std::thread thread;
-    std::atomic<std::uint64_t> polling_sleeps{0};
+    detail::polling_counters polling;
   };
   std::vector<std::unique_ptr<reactor>> reactors_;
   std::atomic<std::size_t> next_{0};
