@@ -188,6 +188,48 @@ TEST(frame_stream, a_buffer_grown_for_a_big_frame_shrinks_once_a_batch_holds_non
   EXPECT_EQ(fs.read_buffer().capacity(), 4096u);
 }
 
+TEST(frame_stream, reads_end_at_big_frames_ends_so_none_is_begun_where_it_cannot_finish) {
+  frame_stream fs(256 * 1024);
+  recording_role role;
+  role.limit = 1 << 20;
+  const std::string big = frame(msg_type::request, 1, std::string(40000, 'x'));
+  const std::size_t size = big.size();
+  feed(fs, big);
+  ASSERT_TRUE(fs.process(role));
+  ASSERT_TRUE(fs.read_buffer().empty());
+  // No header in: the last frame's size stands for the next ones'. As many whole frames as
+  // fit, so the next read ends where a frame ends.
+  std::size_t room = fs.read_buffer().tail_room();
+  std::size_t offer = fs.read_offer();
+  EXPECT_EQ(offer % size, 0u);
+  EXPECT_LE(offer, room);
+  EXPECT_GT(offer + size, room);
+
+  // A big frame partly in: the rest of it, then whole frames of its size.
+  feed(fs, big.substr(0, 1000));
+  ASSERT_TRUE(fs.process(role));
+  ASSERT_EQ(role.partial.size(), 1u);
+  room = fs.read_buffer().tail_room();
+  offer = fs.read_offer();
+  const std::size_t rest = size - 1000;
+  EXPECT_EQ(offer, rest + (room - rest) / size * size);
+  // A read that fills the offer leaves no frame begun: every frame in it is taken whole.
+  std::string bytes = big.substr(1000);
+  while (bytes.size() + size <= offer) bytes += big;
+  ASSERT_EQ(bytes.size(), offer);
+  std::memcpy(fs.read_buffer().tail(), bytes.data(), bytes.size());
+  corvid::detail::stats_counters stats;
+  fs.commit_read(bytes.size(), stats, std::chrono::steady_clock::now());
+  ASSERT_TRUE(fs.process(role));
+  EXPECT_TRUE(fs.read_buffer().empty());
+  EXPECT_EQ(role.frames.size(), 1 + offer / size + 1);
+
+  // After small frames, a read takes all the room: many small frames per read.
+  feed(fs, frame(msg_type::request, 2, "small"));
+  ASSERT_TRUE(fs.process(role));
+  EXPECT_EQ(fs.read_offer(), fs.read_buffer().tail_room());
+}
+
 TEST(heartbeat_clock, pings_follow_the_later_of_hearing_and_pinging_and_zero_disables) {
   heartbeat_clock c;
   const auto t0 = std::chrono::steady_clock::now();
