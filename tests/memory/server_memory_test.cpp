@@ -80,7 +80,7 @@ class sampler {
           while (!stop_.load()) {
             max_tracked_ = std::max(max_tracked_.load(), s.memory().current);
             max_rss_ = std::max(max_rss_.load(), vm_rss());
-            std::this_thread::sleep_for(5ms);
+            std::this_thread::sleep_for(5ms);  // the sampling period
           }
         }) {}
   ~sampler() { finish(); }
@@ -201,7 +201,7 @@ TEST(server_memory, flood_of_big_requests_stays_under_the_limit) {
     auto r = call_now<ping>(client, 30s, answered);
     ASSERT_TRUE(r.has_value()) << r.error().message();
     ++answered;
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(50ms);  // about time: a call now and then during the flood
   }
   f.finish();
   sample.finish();
@@ -311,21 +311,16 @@ TEST(server_memory, snapshot_shows_categories_and_connections) {
   EXPECT_NE(u.find("in_flight"), nullptr);
   EXPECT_NE(u.find("queued_replies"), nullptr);
   // The reply is charged right after its write starts, which may be after the client has it.
-  std::size_t reply_peak = 0;
-  for (int i = 0; i < 200 && reply_peak < 100u * 1024; ++i) {
-    reply_peak = srv.server().memory().find("queued_replies")->peak;
-    std::this_thread::sleep_for(5ms);
-  }
-  EXPECT_GE(reply_peak, 100u * 1024);
+  EXPECT_TRUE(eventually([&] {
+    return srv.server().memory().find("queued_replies")->peak >= 100u * 1024;
+  })) << srv.server().memory().to_string();
   // The server hangs under the process root. The two counters are read one after the other
   // while the connection may still release (its reply credit after the write), so they are
   // compared once a pair of readings agrees.
-  bool under_root = false;
-  for (int i = 0; i < 100 && !under_root; ++i) {
+  const bool under_root = eventually([&] {
     const std::size_t server_now = srv.server().memory().current;
-    under_root = corvid::memory_tracker::process().current() >= server_now;
-    if (!under_root) std::this_thread::sleep_for(5ms);
-  }
+    return corvid::memory_tracker::process().current() >= server_now;
+  });
   EXPECT_TRUE(under_root) << "the server's memory is not part of the process root's";
 }
 
