@@ -64,8 +64,11 @@ class raw_connection {
 
   // A cancel frame for the call `id` (what a client sends when it gives up on a call).
   void send_cancel(std::uint64_t id) {
+    protocol::frame_header h;
+    h.type = protocol::msg_type::cancel;
+    h.request_id = id;
     std::string bytes(protocol::header_size, '\0');
-    protocol::encode_header(protocol::make_cancel(id), bytes.data());
+    protocol::encode_header(h, bytes.data());
     send(bytes);
   }
 

@@ -279,7 +279,8 @@ TEST_F(trace_propagation, untraced_calls_stay_untraced_on_the_same_threads_after
   // Then traced calls on the same threads: a server exports a span on the thread that ran its
   // call, in order, so any span of the untraced calls would be in before these.
   {
-    trace_scope scope(trace_context::new_trace());
+    const trace_context fence = trace_context::new_trace();
+    trace_scope scope(fence);
     ASSERT_TRUE(call<relay>(to_a));                // A's reactor, B's reactor: 4 spans
     ASSERT_TRUE(call<trace_of_blocking>(to_b));  // B's worker
   }
