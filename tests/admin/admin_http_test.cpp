@@ -162,7 +162,7 @@ TEST(admin_http, slow_sender_is_cut_off_by_frame_read_timeout) {
   http_socket s(srv.port());
   const auto start = std::chrono::steady_clock::now();
   s.send("GET /metrics HTTP/1.1\r\n");
-  for (int i = 0; i < 3; ++i) {  // a header byte now and then: never complete
+  for (int i = 0; i < 3; ++i) {         // a header byte now and then: never complete
     std::this_thread::sleep_for(50ms);  // about time: the attack is its pace
     s.send("X");
   }

@@ -148,7 +148,7 @@ TEST(pool, server_killed_and_restarted_mid_load) {
     });
   }
   ASSERT_TRUE(eventually([&] { return ok >= 100; }, 20s)) << "the load never got going";
-  first.reset();  // stop: calls in flight are answered or fail; new ones fail
+  first.reset();                       // stop: calls in flight are answered or fail; new ones fail
   std::this_thread::sleep_for(300ms);  // about time: an outage of ~300 ms (bound below)
   cfg.port = port;
   auto second = std::make_unique<test_server>(cfg);

@@ -13,9 +13,9 @@
 #include "corvid/codec/codec.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
+#include "eventually.hpp"
 #include "rdma/handshake.hpp"
 #include "rdma/rdma_context.hpp"
-#include "eventually.hpp"
 #include "rdma_support.hpp"
 #include "slowdown.hpp"
 #include <arpa/inet.h>

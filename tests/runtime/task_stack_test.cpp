@@ -2,13 +2,12 @@
 // chains never grow the stack. The transfer is a tail call only where the compiler makes one:
 // g++ 12 needs -foptimize-sibling-calls (on from -O2; CMakeLists.txt adds it to this file in
 // the -O1 dev build) and never makes one under ASan or TSan, whose builds leave this file out.
-#include "corvid/task.hpp"
-
 #include <cstdint>
 
 #include <gtest/gtest.h>
 
 #include "corvid/sync_wait.hpp"
+#include "corvid/task.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #error "symmetric transfer is no tail call under a sanitizer: leave this file out of the build"
@@ -67,9 +66,7 @@ TEST(Task, SymmetricTransferKeepsStackFlat) {
 }
 
 // The same guarantee at scale: without tail calls these overflow an 8 MiB stack.
-TEST(Task, DeepNestedChainDoesNotOverflowStack) {
-  EXPECT_EQ(sync_wait(depth(100000)), 100000);
-}
+TEST(Task, DeepNestedChainDoesNotOverflowStack) { EXPECT_EQ(sync_wait(depth(100000)), 100000); }
 TEST(Task, LongSequentialChainDoesNotOverflowStack) {
   EXPECT_EQ(sync_wait(sequential(100000)), 4200000);
 }

@@ -1,17 +1,17 @@
 #pragma once
 // A loopback TCP proxy that forwards each connection it accepts to a target port and keeps a
 // copy of every byte it forwarded, both ways: what an eavesdropper on the wire would see.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace corvid::test {
 

@@ -281,7 +281,7 @@ TEST_F(trace_propagation, untraced_calls_stay_untraced_on_the_same_threads_after
   {
     const trace_context fence = trace_context::new_trace();
     trace_scope scope(fence);
-    ASSERT_TRUE(call<relay>(to_a));                // A's reactor, B's reactor: 4 spans
+    ASSERT_TRUE(call<relay>(to_a));              // A's reactor, B's reactor: 4 spans
     ASSERT_TRUE(call<trace_of_blocking>(to_b));  // B's worker
   }
   ASSERT_TRUE(settles([&] { return a_spans.size() >= 2 && b_spans.size() >= 9; }));
