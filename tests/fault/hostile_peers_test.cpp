@@ -421,7 +421,8 @@ TEST(hostile_peers, cancel_storm_against_many_running_calls) {
 // a time; waking them only when the memory they need is there costs nothing. Each retry that
 // finds too little memory pauses its connection again (transport_stats::admission_pauses):
 // waking them all would add 2,000 per release, 2,000,000 over the 1,000 releases; there must
-// be fewer than a tenth of that (~24,000 were counted, other connections' pauses included).
+// be fewer than a tenth of that (27 were counted; each waiting connection's probe every 5 s
+// may add one more).
 // The reactor's CPU time over the releases is printed.
 std::atomic<clockid_t> reactor_clock{CLOCK_MONOTONIC};
 std::chrono::nanoseconds reactor_cpu() {
@@ -483,9 +484,10 @@ TEST(hostile_peers, memory_release_with_thousands_of_waiters_is_cheap) {
     }
   }
   ASSERT_EQ(waiters.size(), 2000u);
-  // The waiters' reads are in: each waits for read memory, its connection paused.
+  // The waiters' reads are in: most wait for read memory, their connections paused (some
+  // get it by the first read buffer's rule: ~1,930 of 2,000 wait).
   ASSERT_TRUE(eventually(
-      [&] { return srv.server().stats().admission_pauses >= pauses_before + 2000; }, patience(10s)))
+      [&] { return srv.server().stats().admission_pauses >= pauses_before + 1000; }, patience(10s)))
       << srv.server().stats().admission_pauses - pauses_before << " pauses for 2,000 waiters";
   w.restart();
   raw_socket releaser(srv.port());
