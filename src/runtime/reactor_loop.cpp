@@ -18,7 +18,8 @@ namespace {
 constexpr std::chrono::microseconds yield_after{50};
 
 // Spins while `budget_ns` > 0; returns when ctx is stopped or busy-poll was switched off.
-void spin(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns) {
+void spin(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns,
+          polling_counters& counters) {
   using clock = std::chrono::steady_clock;
   spinner_slot me;
   auto last_work = clock::now();
@@ -39,6 +40,7 @@ void spin(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns) {
     // Idle for the whole budget: sleep in the kernel until one handler has run, then spin
     // again, since a handler that ran usually means more traffic is coming.
     me.pause();
+    polling_counters::bump(counters.sleeps);
     if (ctx.run_one() == 0) return;
     last_work = clock::now();
   }
@@ -114,7 +116,7 @@ void run_adaptive(asio::io_context& ctx, const std::atomic<std::int64_t>& budget
 void run_reactor(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns,
                  std::chrono::nanoseconds adaptive_max, polling_counters& counters) {
   if (budget_ns.load(std::memory_order_relaxed) > 0) {
-    spin(ctx, budget_ns);
+    spin(ctx, budget_ns, counters);
     if (ctx.stopped() || budget_ns.load(std::memory_order_relaxed) > 0) return;
   }
   if (adaptive_max.count() > 0) {

@@ -17,8 +17,8 @@ namespace corvid::detail {
 // Runs `ctx` until it is stopped. `budget_ns` is read on every pass: 0 = no fixed spin;
 // raising it from 0 needs ctx.stop() to take the thread out of run(), lowering it to 0 takes
 // effect when the spinning loop next looks. Without a fixed budget, `adaptive_max` > 0 polls
-// for up to a learned budget before each sleep (adaptive_poll.hpp), counted in `counters`;
-// 0 = plain run().
+// for up to a learned budget before each sleep (adaptive_poll.hpp); 0 = plain run(). The
+// sleeps after spinning or polling, and polling's holds, are counted in `counters`.
 // Returns when ctx is stopped (the caller restarts it and calls again unless the pool is
 // stopping).
 void run_reactor(asio::io_context& ctx, const std::atomic<std::int64_t>& budget_ns,

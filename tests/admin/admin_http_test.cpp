@@ -162,8 +162,8 @@ TEST(admin_http, slow_sender_is_cut_off_by_frame_read_timeout) {
   http_socket s(srv.port());
   const auto start = std::chrono::steady_clock::now();
   s.send("GET /metrics HTTP/1.1\r\n");
-  for (int i = 0; i < 3; ++i) {  // a header byte now and then: never complete
-    std::this_thread::sleep_for(50ms);
+  for (int i = 0; i < 3; ++i) {         // a header byte now and then: never complete
+    std::this_thread::sleep_for(50ms);  // about time: the attack is its pace
     s.send("X");
   }
   const std::string r = s.read_all();
@@ -204,14 +204,22 @@ TEST(admin_http, health_is_503_while_stopping) {
   http_socket s(srv.port());
   s.send("GET /health HTTP/1.1\r\n");  // handed to the admin side; the rest comes later
   // A call in flight keeps the stop draining for a while.
+  sleepy_started = 0;
   auto slow = std::async(std::launch::async, [&] {
     return corvid::sync_wait([&]() -> corvid::task<int> {
       co_return (co_await client.call<sleepy>(1500)).value_or(-1);
     }());
   });
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(eventually([] { return sleepy_started == 1; }));
+  corvid::rpc_client other;
+  ASSERT_FALSE(corvid::sync_wait(connect(other, srv.endpoint())));
   auto stopper = std::async(std::launch::async, [&] { srv.server().stop(); });
-  std::this_thread::sleep_for(200ms);
+  // The stop has begun once a draining connection refuses a new call.
+  EXPECT_TRUE(eventually([&] {
+    return !corvid::sync_wait([&]() -> corvid::task<bool> {
+      co_return (co_await other.call<echo>("x")).has_value();
+    }());
+  }));
   s.send("\r\n");
   const std::string r = s.read_all();
   EXPECT_EQ(status_of(r), 503) << r;

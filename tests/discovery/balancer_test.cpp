@@ -132,6 +132,7 @@ TEST(health, watch_streams_each_change_and_ends_with_draining) {
   corvid::rpc_client client;
   ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, s.endpoint())));
   std::vector<corvid::health_status> seen;
+  std::atomic<std::size_t> seen_count{0};
   std::thread watcher([&] {
     corvid::sync_wait([&]() -> corvid::task<void> {
       auto w = co_await client.stream<&corvid::health_service::watch>();
@@ -139,16 +140,19 @@ TEST(health, watch_streams_each_change_and_ends_with_draining) {
         ADD_FAILURE() << w.error().message();
         co_return;
       }
-      while (auto st = co_await w->next()) seen.push_back(*st);
+      while (auto st = co_await w->next()) {
+        seen.push_back(*st);
+        ++seen_count;
+      }
       EXPECT_FALSE(w->error()) << w->error().message();
     }());
   });
-  // Each status is held long enough (> the 50 ms poll) to be seen.
-  std::this_thread::sleep_for(200ms);
+  // Each status is held until the watch has seen it.
+  ASSERT_TRUE(eventually([&] { return seen_count == 1; }, patience(5s)));
   s.server().set_serving(false);
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(eventually([&] { return seen_count == 2; }, patience(5s)));
   s.server().set_serving(true);
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(eventually([&] { return seen_count == 3; }, patience(5s)));
   s.server().stop();  // the watch says draining and ends: the stop is not held up by it
   watcher.join();
   using hs = corvid::health_status;

@@ -140,7 +140,7 @@ TEST(etcd, balancer_follows_servers_that_come_and_go) {
   b.server().stop();
   ASSERT_TRUE(eventually([&] { return lb->endpoints().size() == 2; }, patience(5s)));
   const int b_calls = calls.answered_by("b");
-  std::this_thread::sleep_for(50ms);
+  std::this_thread::sleep_for(50ms);  // about time: calls go on meanwhile, none of them to b
   calls.stop();
   EXPECT_EQ(calls.failed(), 0) << calls.last_error();
   EXPECT_EQ(calls.answered_by("b"), b_calls);

@@ -235,17 +235,6 @@ inline std::string u32_string_map_body(std::uint32_t n) {
   return b;
 }
 
-// server_config::frame_read_timeout, where this build has it (the slowloris defence).
-template <class Config>
-bool set_frame_read_timeout(Config& cfg, std::chrono::milliseconds t) {
-  if constexpr (requires { cfg.frame_read_timeout = t; }) {
-    cfg.frame_read_timeout = t;
-    return true;
-  } else {
-    return false;
-  }
-}
-
 using corvid::test::reset_vm_hwm;
 using corvid::test::vm_hwm;
 using corvid::test::vm_rss;

@@ -5,8 +5,9 @@
 //   - the process's RSS peak (VmHWM, restarted per attack) grows by at most the limit plus
 //     rss_slack (skipped in sanitizer builds, whose allocators and shadow memory make RSS
 //     meaningless),
-//   - a well-behaved client on another connection keeps succeeding with its P99 within
-//     good_p99_bound, during and after the attack,
+//   - a well-behaved client on another connection keeps succeeding (each call within 2 s,
+//     scaled: a call slower than that means the server stalled), during and after the
+//     attack; its latency is printed, and measured by attack_bench, never asserted,
 //   - when the attacker leaves, its connection and the memory it held are released.
 // Attack sizes are bounded by construction, so that even a server without the defences stays
 // far below 3 GiB (about 400 MiB at most on main at 7080399).
@@ -33,10 +34,6 @@ constexpr std::uint32_t echo_id = function_id<echo>();
 
 // Liveness bounds, never speed targets: scaled by CORVID_TEST_SLOWDOWN (slowdown.hpp).
 using corvid::test::patience;
-// The well-behaved client's P99 during and after every attack. Its calls take ~50 µs on an
-// idle server; 200 ms is what "still served" means on a loaded 2-core CI machine.
-constexpr auto good_p99_bound = patience(200ms);
-using micros = std::chrono::duration<double, std::micro>;
 using millis = std::chrono::duration<double, std::milli>;
 // What RSS may grow beyond the server's memory limit: what the limit does not cover (thread
 // stacks, the allocator's caches and fragmentation, the test's own buffers and clients: a few
@@ -103,7 +100,7 @@ class attack_watch {
   }
 
   // The good client's calls since the last check: `min_calls` more succeed (within 5 s,
-  // scaled), none failed, and their P99 is within good_p99_bound.
+  // scaled) and none failed. Their P50 and P99 are printed, for the record.
   void expect_good_client_served(std::string_view phase, std::uint64_t min_calls = 10) {
     EXPECT_TRUE(good_.wait_for_calls(min_calls, patience(5s)))
         << phase << ": the good client got no replies (" << good_.ok() << " ok, " << good_.failed()
@@ -116,8 +113,6 @@ class attack_watch {
                 static_cast<int>(phase.size()), phase.data(), lat.size(), p50, p99,
                 static_cast<unsigned long long>(failed));
     EXPECT_EQ(failed, 0u) << phase << ": " << good_.first_error();
-    EXPECT_LE(p99, micros(good_p99_bound).count())
-        << phase << ": the good client's P99 over " << lat.size() << " calls";
   }
 
   // Since restart(): the tracked peak is within the limit, RSS grew by at most limit +
@@ -197,8 +192,17 @@ TEST(hostile_peers, reply_amplification_from_a_client_that_never_reads) {
   }
   raw_socket attacker(srv.port(), 0, 16 * KiB);
   ASSERT_TRUE(attacker.ok());
+  const auto before = srv.server().stats();
   ASSERT_TRUE(attacker.send(batch));
-  std::this_thread::sleep_for(patience(1000ms));  // the server works through the batch
+  // The server works through the batch until its defence stops it (it pauses the attacker's
+  // connection) or it is done.
+  EXPECT_TRUE(eventually(
+      [&] {
+        const auto now = srv.server().stats();
+        return now.admission_pauses > before.admission_pauses ||
+               now.frames_received >= before.frames_received + 48;
+      },
+      patience(10s)));
   w.expect_good_client_served("amplification: during");
   w.expect_memory_bounded("amplification: 48 x 8 MiB replies");
   attacker.close();
@@ -326,8 +330,11 @@ void calls_in_flight_flood(bool reset) {
   }
   raw_socket attacker(srv.port());
   ASSERT_TRUE(attacker.ok());
+  const auto pauses_before = srv.server().stats().admission_pauses;
   const std::size_t sent = send_within(attacker, batch, patience(2s));
-  std::this_thread::sleep_for(patience(500ms));  // the server dispatches what it read
+  // The server dispatches what it read until a limit pauses the attacker's connection.
+  EXPECT_TRUE(eventually([&] { return srv.server().stats().admission_pauses > pauses_before; },
+                         patience(10s)));
   std::printf("calls in flight: %zu of %zu bytes sent, %lld calls running\n", sent, batch.size(),
               static_cast<long long>(slow_running.load()));
   w.expect_good_client_served("calls in flight: during");
@@ -411,9 +418,12 @@ TEST(hostile_peers, cancel_storm_against_many_running_calls) {
 // read memory. Then 1,000 slow calls on another connection end about 1 ms apart; each end
 // releases a little call memory, which no reader can use. Waking every waiter on every
 // release costs the reactor (one io thread here, shared with the good client) 2,000 retries
-// a time; waking them only when the memory they need is there costs nothing. Measured as the
-// reactor thread's CPU time over the 1,000 releases (bound: 300 ms, scaled; ~100 ms of it is
-// the calls and the good client's own, measured without waiters) and the good client's P99.
+// a time; waking them only when the memory they need is there costs nothing. Each retry that
+// finds too little memory pauses its connection again (transport_stats::admission_pauses):
+// waking them all would add 2,000 per release, 2,000,000 over the 1,000 releases; there must
+// be fewer than a tenth of that (27 were counted; each waiting connection's probe every 5 s
+// may add one more).
+// The reactor's CPU time over the releases is printed.
 std::atomic<clockid_t> reactor_clock{CLOCK_MONOTONIC};
 std::chrono::nanoseconds reactor_cpu() {
   timespec ts{};
@@ -445,7 +455,7 @@ TEST(hostile_peers, memory_release_with_thousands_of_waiters_is_cheap) {
   std::thread trickle([&] {
     for (std::size_t sent = 0; sent + 1 < held_back && trickling; ++sent) {
       for (auto& h : holders) h.send("h");
-      std::this_thread::sleep_for(25ms);
+      std::this_thread::sleep_for(25ms);  // about time: the trickle's pace
     }
   });
   struct stop_trickle {
@@ -458,6 +468,7 @@ TEST(hostile_peers, memory_release_with_thousands_of_waiters_is_cheap) {
   } stop{trickling, trickle};
   const std::string started =
       corvid_attack::request_header(1, echo_id, 256 * KiB) + std::string(16 * KiB, 'w');
+  const auto pauses_before = srv.server().stats().admission_pauses;
   // In batches of 64, each accepted before the next connects: a kernel whose accept queue
   // is short (net.core.somaxconn = 128 is common) drops what overflows it, and TCP then
   // resends the waiters' bytes seconds apart, so the server rightly closes them as frames
@@ -473,7 +484,11 @@ TEST(hostile_peers, memory_release_with_thousands_of_waiters_is_cheap) {
     }
   }
   ASSERT_EQ(waiters.size(), 2000u);
-  std::this_thread::sleep_for(patience(300ms));  // the waiters' reads are in
+  // The waiters' reads are in: most wait for read memory, their connections paused (some
+  // get it by the first read buffer's rule: ~1,930 of 2,000 wait).
+  ASSERT_TRUE(eventually(
+      [&] { return srv.server().stats().admission_pauses >= pauses_before + 1000; }, patience(10s)))
+      << srv.server().stats().admission_pauses - pauses_before << " pauses for 2,000 waiters";
   w.restart();
   raw_socket releaser(srv.port());
   ASSERT_TRUE(releaser.ok());
@@ -483,16 +498,21 @@ TEST(hostile_peers, memory_release_with_thousands_of_waiters_is_cheap) {
                                             std::int32_t{50 + i});
   }
   const auto cpu_before = reactor_cpu();
+  const auto pauses_at_releases = srv.server().stats().admission_pauses;
   const auto begin = std::chrono::steady_clock::now();
   ASSERT_TRUE(releaser.send(batch));
   int replies = 0;
   while (replies < 1000 && releaser.read_frame(patience(5s))) ++replies;
   const auto cpu = reactor_cpu() - cpu_before;
-  std::printf("waiters: 1,000 releases with 2,000 waiters took %.0f ms, reactor CPU %.0f ms\n",
-              millis(std::chrono::steady_clock::now() - begin).count(), millis(cpu).count());
+  const auto repauses = srv.server().stats().admission_pauses - pauses_at_releases;
+  std::printf(
+      "waiters: 1,000 releases with 2,000 waiters took %.0f ms, reactor CPU %.0f ms, %llu "
+      "pauses\n",
+      millis(std::chrono::steady_clock::now() - begin).count(), millis(cpu).count(),
+      static_cast<unsigned long long>(repauses));
   EXPECT_EQ(replies, 1000);
-  EXPECT_LE(millis(cpu).count(), millis(patience(300ms)).count())
-      << "the reactor's CPU time over 1,000 releases";
+  EXPECT_LT(repauses, 2000u * 1000u / 10u)
+      << "the releases woke waiters whose memory was not there";
   w.expect_good_client_served("waiters: during the releases");
   w.expect_memory_bounded("waiters: 2,000 waiting for read memory");
   trickling = false;
@@ -529,7 +549,8 @@ TEST(hostile_peers, clients_that_never_read_are_closed_by_the_write_timeout) {
   const int rounds = sanitized() ? 8 : 24;
   for (int round = 0; round < rounds; ++round) {
     for (auto& s : stuck) s.send(one);  // a server that closed it: the send fails, fine
-    std::this_thread::sleep_for(2ms);   // one request per read: the per-read checks apply
+    // About time: one request per read, so that the per-read checks apply.
+    std::this_thread::sleep_for(2ms);
   }
   w.expect_good_client_served("never-readers: during");
   w.expect_memory_bounded("never-readers: 8 x 24 (8 sanitized) x 1 MiB");
@@ -595,13 +616,20 @@ TEST(hostile_peers, a_client_paused_at_its_call_cap_under_memory_pressure_is_ser
 TEST(hostile_peers, headers_with_false_lengths_do_not_reserve_the_read_budget) {
   hostile_server srv(hostile_server::config(64 * MiB));
   attack_watch w(srv);
+  const auto received_before = srv.server().stats().bytes_received;
   std::vector<raw_socket> liars;
   for (int i = 0; i < 48; ++i) {
     liars.emplace_back(srv.port());
     ASSERT_TRUE(liars.back().ok());
     ASSERT_TRUE(liars.back().send(corvid_attack::request_header(1, echo_id, MiB)));
   }
-  std::this_thread::sleep_for(patience(200ms));
+  // The server has read every header.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return srv.server().stats().bytes_received >=
+               received_before + 48 * corvid::protocol::header_size;
+      },
+      patience(10s)));
   const auto m = srv.server().memory();
   const auto* reads = m.find("read_buffers");
   ASSERT_NE(reads, nullptr);
@@ -613,17 +641,12 @@ TEST(hostile_peers, headers_with_false_lengths_do_not_reserve_the_read_budget) {
   ASSERT_FALSE(corvid::sync_wait(connect(large, srv.endpoint())));
   const std::string payload(MiB, 'L');
   for (int i = 0; i < 5; ++i) {
-    const auto begin = std::chrono::steady_clock::now();
     auto r =
         corvid::sync_wait([&]() -> corvid::task<corvid::expected<std::string, corvid::rpc_error>> {
           co_return co_await large.call_for<echo>(patience(2s), std::string_view(payload));
         }());
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
-    ASSERT_TRUE(r.has_value()) << "1 MiB call " << i << " failed after " << ms
-                               << " ms: " << r.error().message();
+    ASSERT_TRUE(r.has_value()) << "1 MiB call " << i << " failed: " << r.error().message();
     EXPECT_EQ(r->size(), payload.size());
-    EXPECT_LE(ms, millis(patience(500ms)).count());
   }
   w.expect_good_client_served("false headers: during");
   w.expect_memory_bounded("false headers: 48 x 1 MiB claimed");

@@ -16,12 +16,15 @@ constexpr std::size_t MiB = 1024 * 1024;
 
 std::atomic<int> piled_done{0};
 std::atomic<bool> first_started{false};
+std::atomic<bool> release_first{false};
 
-// A 1 MiB reply; the first call blocks its reactor briefly, so that what is sent meanwhile
-// (the whole pile, and the other client's call) is waiting when it returns.
+// A 1 MiB reply; the first call blocks its reactor until the test releases it, so that what
+// is sent meanwhile (the whole pile, and the other client's call) is waiting when it returns.
 std::string piled(int n) {
-  if (!first_started.exchange(true))
-    std::this_thread::sleep_for(patience(std::chrono::milliseconds(100)));
+  if (!first_started.exchange(true)) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);  // hung
+    while (!release_first && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  }
   ++piled_done;
   return std::string(static_cast<std::size_t>(n), 'p');
 }
@@ -52,8 +55,15 @@ TEST(reactor_turns, a_pile_of_big_calls_does_not_hold_the_reactor_for_other_conn
   ASSERT_TRUE(peer.send(requests));  // one write: the server reads the pile in one batch
   ASSERT_TRUE(eventually([] { return first_started.load(); }, patience(std::chrono::seconds(5))));
 
+  auto pending = corvid::sync_wait([&]() -> corvid::task<corvid::async_reply_t<seen>> {
+    co_return co_await other.send_request<seen>();
+  }());
+  // Once the other call is in the server's socket too, the reactor may go on.
+  ASSERT_TRUE(eventually([&] { return other.stats().frames_sent >= 1; },
+                         patience(std::chrono::seconds(5))));
+  release_first = true;
   const auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {
-    co_return co_await other.call<seen>();
+    co_return co_await std::move(pending);
   }());
   ASSERT_TRUE(r.has_value()) << r.error().message();
   std::printf("the other connection's call ran after %d of %d piled calls\n", *r, pile);

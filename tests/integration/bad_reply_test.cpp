@@ -131,7 +131,8 @@ TEST(bad_reply, server_closes_mid_call) {
   corvid::rpc_client client;
   ASSERT_FALSE(corvid::sync_wait(connect(client, fake.endpoint())));
   std::thread closer([&] {
-    std::this_thread::sleep_for(100ms);
+    // Once the call is on the wire (the fake server then answers half a header).
+    EXPECT_TRUE(eventually([&] { return client.stats().frames_sent >= 1; }));
     client.close();
   });
   auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {

@@ -73,14 +73,12 @@ TEST(server_limits, handler_sees_the_callers_deadline) {
   corvid::rpc_client client;
   ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
   corvid::sync_wait([&]() -> corvid::task<void> {
-    auto with = co_await client.call_for<deadline_left>(2s);
-    EXPECT_GT(with.value_or(-1), 1500);
-    EXPECT_LE(with.value_or(-1), 2000);
+    auto with = co_await client.call_for<deadline_left>(20s);
+    // Some of the 20 s went on the way (seconds of it would mean the test hung).
+    EXPECT_GT(with.value_or(-1), 10'000);
+    EXPECT_LE(with.value_or(-1), 20'000);
     auto none = co_await client.call_with<deadline_left>({0ms, {}});  // 0: no deadline
-    EXPECT_TRUE(none.has_value());
-    if (none) {
-      EXPECT_EQ(none->value, -1);
-    }
+    EXPECT_EQ(none.has_value() ? none->value : -2, -1);
   }());
 }
 
@@ -111,10 +109,7 @@ TEST(server_limits, connections_over_the_limit_are_refused_clearly) {
   EXPECT_NE(refused.error().message().find("connection limit (2)"), std::string::npos)
       << refused.error().message();
   a.reset();  // frees a slot
-  const auto until = std::chrono::steady_clock::now() + 5s;
-  while (srv.server().connection_count() >= 2 && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(2ms);
-  }
+  ASSERT_TRUE(eventually([&] { return srv.server().connection_count() < 2; }));
   corvid::rpc_client d;
   ASSERT_FALSE(corvid::sync_wait(connect(d, srv.endpoint())));
   EXPECT_TRUE(call_echo(d).has_value());
@@ -122,23 +117,25 @@ TEST(server_limits, connections_over_the_limit_are_refused_clearly) {
 
 TEST(server_limits, idle_connections_are_closed_busy_ones_are_not) {
   auto cfg = limits_server::config();
-  cfg.idle_timeout = 100ms;
+  // Long enough that the active client below, calling every 40 ms, never looks idle on a
+  // loaded machine.
+  cfg.idle_timeout = 500ms;
   limits_server srv(cfg);
   const auto port = static_cast<std::uint16_t>(std::stoi(srv.endpoint().substr(10)));
+  const auto begin = std::chrono::steady_clock::now();  // before the server can accept it
   raw_connection silent(port);
-  const auto begin = std::chrono::steady_clock::now();
   EXPECT_TRUE(silent.closed_by_peer());
-  EXPECT_GE(std::chrono::steady_clock::now() - begin, 90ms);
+  EXPECT_GE(std::chrono::steady_clock::now() - begin, 500ms);  // a timer never fires early
   // A client that keeps calling, and one whose call outlasts the timeout, stay connected.
   corvid::rpc_client active;
   ASSERT_FALSE(corvid::sync_wait(connect(active, srv.endpoint())));
   corvid::sync_wait([&]() -> corvid::task<void> {
     for (int i = 0; i < 10; ++i) {
       EXPECT_TRUE((co_await active.call<echo>("x")).has_value());
-      co_await corvid::sleep_for(40ms);
+      co_await corvid::sleep_for(40ms);  // about time: calls more often than idle_timeout
     }
-    auto long_call = co_await active.call<block_reactor>(250);
-    EXPECT_EQ(long_call.value_or(-1), 250);
+    auto long_call = co_await active.call<block_reactor>(700);
+    EXPECT_EQ(long_call.value_or(-1), 700);
   }());
   EXPECT_TRUE(active.is_connected());
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Shared pieces of the loopback integration tests: the handlers, a started server, and a raw
 // blocking socket for speaking (broken) protocol at a server by hand.
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -39,9 +40,14 @@ inline point move(point p, int dx) {
 }
 inline void noop() {}
 inline int fail_always(int) { throw std::runtime_error("boom: handler failed"); }
+// Calls of sleepy that have begun, and that have ended (a test that reads them resets them).
+inline std::atomic<int> sleepy_started{0};
+inline std::atomic<int> sleepy_finished{0};
 // Sleeps `ms` on the reactor, then answers `ms`.
 inline corvid::task<int> sleepy(int ms) {
+  ++sleepy_started;
   co_await corvid::sleep_for(std::chrono::milliseconds(ms));
+  ++sleepy_finished;
   co_return ms;
 }
 // Echoes the request attachment with a suffix, and answers with the caller's address.

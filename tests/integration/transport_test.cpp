@@ -17,13 +17,8 @@ std::string temp_socket_path() {
 // The server counts a write when its completion handler runs, which may be just after the
 // client already has the bytes: wait (bounded) for the counters to catch up.
 corvid::transport_stats settled_server_stats(corvid::rpc_server& server, std::uint64_t frames) {
-  const auto until = std::chrono::steady_clock::now() + 5s;
-  auto s = server.stats();
-  while (s.frames_sent < frames && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(1ms);
-    s = server.stats();
-  }
-  return s;
+  eventually([&] { return server.stats().frames_sent >= frames; });
+  return server.stats();
 }
 
 // Issues `n` pipelined add calls and returns how many came back right. They are mostly issued

@@ -1,6 +1,8 @@
 // Requests that never left the client: when their connection breaks they fail with
 // request_unsent() set, and client_pool retries them once on a fresh connection.
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "test_support.hpp"
@@ -8,10 +10,34 @@
 namespace corvid_test {
 namespace {
 
-// Blocks the server's only reactor, so it stops reading and the client's writes back up.
+std::atomic<int> reactors_blocked{0};
+// Blocks the server's only reactor for `ms`, so it stops reading and the client's writes back
+// up.
 int block_reactor(int ms) {
+  ++reactors_blocked;
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return ms;
+}
+
+// Bytes waiting in the receive queues of the TCP sockets bound to local `port` (the server's
+// side of its connections), from /proc/net/tcp: what reached the server's kernel unread.
+std::size_t unread_at(std::uint16_t port) {
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the column names
+  std::size_t total = 0;
+  while (std::getline(tcp, line)) {
+    // "  sl  local_address rem_address   st tx_queue:rx_queue ...", addresses as HEXIP:HEXPORT
+    std::istringstream in(line);
+    std::string sl, local, remote, st, queues;
+    in >> sl >> local >> remote >> st >> queues;
+    const auto colon = local.find(':');
+    if (colon == std::string::npos || std::stoul(local.substr(colon + 1), nullptr, 16) != port) {
+      continue;
+    }
+    total += std::stoul(queues.substr(queues.find(':') + 1), nullptr, 16);
+  }
+  return total;
 }
 std::size_t sink(corvid::request_context& ctx) { return ctx.request_attachment().size(); }
 
@@ -27,22 +53,30 @@ class stalling_server {
     return c;
   }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(server_.port()); }
+  std::uint16_t port() const { return server_.port(); }
 
  private:
   corvid::rpc_server server_;
 };
 
-// Stalls `c`'s socket: the server's reactor sleeps, then a request far larger than the
-// socket buffers is written and sticks. Returns the replies of the two stalled calls.
+// Stalls `c`'s socket to `port`: the server's reactor sleeps, then a request far larger than
+// the socket buffers is written and sticks. Returns the replies of the two stalled calls.
 struct stalled {
   corvid::async_reply_t<block_reactor> blocker;
   corvid::async_reply<corvid::detail::call_state<std::size_t, true>> big;
 };
-corvid::task<stalled> stall(corvid::rpc_client& c, const std::string& big) {
+corvid::task<stalled> stall(corvid::rpc_client& c, std::uint16_t port, const std::string& big) {
+  reactors_blocked = 0;
   auto b = co_await c.send_request<block_reactor>(1500);
-  co_await corvid::sleep_for(100ms);  // the server reads it and blocks
+  // Polls (this coroutine's own reactor must stay free) until the server read it and blocks,
+  // then until part of the big request is in the server's kernel.
+  const auto until = [](auto pred) -> corvid::task<void> {
+    const auto limit = std::chrono::steady_clock::now() + 20s;  // a test that hung
+    while (!pred() && std::chrono::steady_clock::now() < limit) co_await corvid::sleep_for(1ms);
+  };
+  co_await until([] { return reactors_blocked == 1; });
   auto g = co_await c.send_request_with<sink>(corvid::call_options{0ms, big});
-  co_await corvid::sleep_for(50ms);  // the big write fills the socket buffers and waits
+  co_await until([port] { return unread_at(port) > 0; });
   co_return stalled{std::move(b), std::move(g)};
 }
 
@@ -52,7 +86,7 @@ TEST(Unsent, QueuedRequestsBehindAStalledWriteFailAsUnsent) {
   ASSERT_FALSE(corvid::sync_wait(connect(client, s.endpoint())));
   const std::string big(32 << 20, 'x');
   corvid::sync_wait([&]() -> corvid::task<void> {
-    stalled st = co_await stall(client, big);
+    stalled st = co_await stall(client, s.port(), big);
     std::vector<corvid::async_reply_t<echo>> queued;
     for (int i = 0; i < 5; ++i) queued.push_back(co_await client.send_request<echo>("q"));
     client.close();
@@ -97,7 +131,7 @@ TEST(Unsent, PoolRetriesUnsentCallsOnceOnAFreshConnection) {
   auto lease = corvid::sync_wait(pool->acquire());
   ASSERT_TRUE(lease) << lease.error().message();
   auto first = lease->client;
-  stalled st = corvid::sync_wait(stall(*first, big));
+  stalled st = corvid::sync_wait(stall(*first, s.port(), big));
 
   // Callers on other threads queue behind the stalled write on the pool's one connection.
   constexpr int callers = 8;

@@ -97,11 +97,8 @@ TEST(client_memory, wait_mode_send_request_suspends_until_a_reply_makes_room) {
     auto a = co_await client.send_request<sleepy>(300);
     auto b = co_await client.send_request<sleepy>(300);
     EXPECT_EQ(client.pending_calls(), 2u);
-    const auto start = std::chrono::steady_clock::now();
     auto c = co_await client.send_request<sleepy>(1);  // waits for a or b
-    const auto waited = std::chrono::steady_clock::now() - start;
     EXPECT_TRUE(a.ready() || b.ready()) << "admitted before a reply made room";
-    EXPECT_GE(waited, 200ms);
     EXPECT_LE(client.pending_calls(), 2u);
     EXPECT_EQ((co_await std::move(c)).value_or(-1), 1);
     EXPECT_EQ((co_await std::move(a)).value_or(-1), 300);
@@ -116,15 +113,11 @@ TEST(client_memory, wait_mode_call_waits_too_and_its_deadline_keeps_running) {
   ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
   corvid::sync_wait([&]() -> corvid::task<void> {
     auto a = co_await client.send_request<sleepy>(2000);
-    const auto start = std::chrono::steady_clock::now();
     auto r = co_await client.call_for<sleepy>(100ms, 7);  // no room before its deadline
-    const auto took = std::chrono::steady_clock::now() - start;
-    EXPECT_FALSE(r.has_value());
-    if (!r) {
-      EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout) << r.error().message();
-      EXPECT_TRUE(r.error().request_unsent());
-    }
-    EXPECT_LT(took, 1500ms) << "the deadline fired only when room came";
+    EXPECT_FALSE(a.ready()) << "the deadline fired only when room came";
+    EXPECT_EQ(r.has_value() ? corvid::rpc_errc::ok : r.error().code(), corvid::rpc_errc::timeout)
+        << (r ? std::string("answered") : r.error().message());
+    EXPECT_TRUE(!r && r.error().request_unsent());
     EXPECT_EQ(client.pending_calls(), 1u);
     EXPECT_EQ((co_await std::move(a)).value_or(-1), 2000);
     // With room, the next call goes straight out.
@@ -154,7 +147,6 @@ TEST(client_memory, close_ends_waiting_calls_as_unsent) {
     }());
   });
   ASSERT_TRUE(eventually([&] { return client.stats().calls_waited == 1; }));
-  std::this_thread::sleep_for(50ms);
   EXPECT_FALSE(admitted.load());
   client.close();
   waiter.join();
@@ -211,7 +203,6 @@ TEST(client_memory, queued_bytes_cap_holds_requests_while_a_write_is_stuck) {
       EXPECT_EQ(r.error().code(), corvid::rpc_errc::client_busy);
     } else {
       ASSERT_TRUE(eventually([&] { return client.stats().calls_waited == 1; }));
-      std::this_thread::sleep_for(50ms);
       EXPECT_FALSE(third_queued.load()) << "queued past the byte cap";
       peer.resume();  // the big write completes, the queue drains: room again
       EXPECT_TRUE(eventually([&] { return third_queued.load(); }, 20s));
@@ -264,7 +255,8 @@ TEST(client_memory, a_pipelining_caller_is_held_at_the_byte_cap_by_a_stalled_ser
       if (t.joinable()) t.join();
     }
   } release{peer, caller};
-  // The caller stops: the kernel's buffers are full and the queue is at its cap.
+  // The caller stops: the kernel's buffers are full and the queue is at its cap. About time:
+  // no event says the kernel's buffers are full, so "held" is "nothing moved for 300 ms".
   int held_at = -1;
   for (int last = -2; held_at != last;) {
     last = held_at;

@@ -144,7 +144,7 @@ TEST_F(ServerConformance, FramesMaySplitAcrossSegments) {
   const std::string req = doc_.at("echo_request");
   for (std::size_t cut : {std::size_t{1}, std::size_t{31}, std::size_t{33}}) {
     peer_.send(req.substr(0, cut));
-    std::this_thread::sleep_for(10ms);
+    std::this_thread::sleep_for(10ms);  // about time: the rest arrives in a later segment
     peer_.send(req.substr(cut));
     EXPECT_EQ(hex(peer_.read_frame()), hex(doc_.at("echo_response"))) << cut;
   }

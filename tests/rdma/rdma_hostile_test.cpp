@@ -13,9 +13,11 @@
 #include "corvid/codec/codec.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
+#include "eventually.hpp"
 #include "rdma/handshake.hpp"
 #include "rdma/rdma_context.hpp"
 #include "rdma_support.hpp"
+#include "slowdown.hpp"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -176,7 +178,7 @@ TEST(rdma_hostile, an_idle_client_outlives_the_setup_timeout) {
   rdma_server srv(cfg);
   corvid::rpc_client client;
   connect_rdma(client, srv.endpoint(), test_ibv());
-  std::this_thread::sleep_for(1s);
+  std::this_thread::sleep_for(1s);  // about time: idle for three setup timeouts
   EXPECT_TRUE(client.is_connected());
   auto r = run(client.call<add>(2, 3));
   ASSERT_TRUE(r) << r.error().message();
@@ -209,7 +211,8 @@ TEST(rdma_hostile, setups_past_the_total_cap_are_refused_server_busy) {
   }
   // The two dangling ones leave: their places are free again.
   conns.clear();
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(corvid::test::eventually([&] { return srv.server().connection_count() == 0; },
+                                       corvid::test::patience(5s)));
   corvid::rpc_client client;
   connect_rdma(client, srv.endpoint(), test_ibv());
   auto r = run(client.call<echo>("after"));

@@ -80,7 +80,7 @@ TEST(IoPool, StopJoinsAndIsIdempotent) {
   std::atomic<bool> finished{false};
   asio::post(pool.at(1), [&] {
     started.set_value();
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(50ms);  // about time: still running when stop() is called
     finished = true;
   });
   started.get_future().wait();

@@ -1,5 +1,5 @@
-// task<T> and sync_wait: laziness, results, exceptions, frame lifetime, and that symmetric
-// transfer keeps deep or long await chains off the stack.
+// task<T> and sync_wait: laziness, results, exceptions, frame lifetime. That symmetric
+// transfer keeps deep or long await chains off the stack: task_stack_test.cpp.
 #include "corvid/task.hpp"
 
 #include <chrono>
@@ -110,53 +110,6 @@ task<long> sequential(int n) {
 TEST(Task, ChainsOfSynchronousAwaitsComputeCorrectly) {
   EXPECT_EQ(sync_wait(depth(2000)), 2000);
   EXPECT_EQ(sync_wait(sequential(2000)), 84000);
-}
-
-// The address of the caller's stack frame: how deep the native stack is right now.
-[[gnu::noinline]] std::uintptr_t stack_depth_marker() {
-  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-}
-
-task<int> probe_nested(int n, std::uintptr_t& at_bottom) {
-  if (n == 0) {
-    at_bottom = stack_depth_marker();
-    co_return 0;
-  }
-  co_return 1 + co_await probe_nested(n - 1, at_bottom);
-}
-
-task<> probe_sequential(std::uintptr_t& after_10, std::uintptr_t& after_1010) {
-  for (int i = 1; i <= 1010; ++i) {
-    co_await answer();
-    if (i == 10) after_10 = stack_depth_marker();
-  }
-  after_1010 = stack_depth_marker();
-}
-
-// Symmetric transfer: 1000 more levels (or 1000 more completed awaits) must not move the
-// stack pointer; with nested resume() calls each costs ~64-700 bytes of native stack.
-// DISABLED: g++ 12 only turns the transfer into a tail call with -foptimize-sibling-calls
-// (-O2 and up) and never under ASan/TSan, so it fails in the dev/asan/tsan presets.
-TEST(Task, DISABLED_SymmetricTransferKeepsStackFlat) {
-  std::uintptr_t shallow = 0;
-  std::uintptr_t deep = 0;
-  EXPECT_EQ(sync_wait(probe_nested(10, shallow)), 10);
-  EXPECT_EQ(sync_wait(probe_nested(1010, deep)), 1010);
-  EXPECT_LT(shallow - deep, 1024u) << "stack grew by " << (shallow - deep) << " bytes";
-
-  std::uintptr_t after_10 = 0;
-  std::uintptr_t after_1010 = 0;
-  sync_wait(probe_sequential(after_10, after_1010));
-  EXPECT_LT(after_10 - after_1010, 1024u) << "stack grew by " << (after_10 - after_1010);
-}
-
-// The same guarantee at scale: without tail calls these overflow an 8 MiB stack.
-// DISABLED for the same reason as above.
-TEST(Task, DISABLED_DeepNestedChainDoesNotOverflowStack) {
-  EXPECT_EQ(sync_wait(depth(100000)), 100000);
-}
-TEST(Task, DISABLED_LongSequentialChainDoesNotOverflowStack) {
-  EXPECT_EQ(sync_wait(sequential(100000)), 4200000);
 }
 
 struct counted {

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "eventually.hpp"
+
 namespace corvid::detail {
 namespace {
 
@@ -49,9 +51,7 @@ class WorkerPool : public ::testing::Test {
   std::shared_future<void> gate = open.get_future().share();
 
   bool wait_done(const test_job& j) {
-    const auto until = std::chrono::steady_clock::now() + 5s;
-    while (!j.done && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
-    return j.done;
+    return corvid::test::eventually([&] { return j.done.load(); }, 5s);
   }
 };
 
@@ -79,10 +79,7 @@ TEST_F(WorkerPool, RefusesPastItsLength) {
   running.gate = gate;
   ASSERT_EQ(pool.submit(running), worker_pool::refusal::none);
   // Until the worker takes it, the first job counts as queued.
-  ASSERT_TRUE([&] {
-    for (int i = 0; i < 5000 && pool.busy() == 0; ++i) std::this_thread::sleep_for(1ms);
-    return pool.busy() == 1;
-  }());
+  ASSERT_TRUE(corvid::test::eventually([&] { return pool.busy() == 1; }, 5s));
   test_job a(1, order, order_mutex), b(2, order, order_mutex), c(3, order, order_mutex);
   EXPECT_EQ(pool.submit(a), worker_pool::refusal::none);
   EXPECT_EQ(pool.submit(b), worker_pool::refusal::none);
@@ -101,10 +98,7 @@ TEST_F(WorkerPool, RefusesPastItsBytesButAlwaysTakesOneJob) {
   test_job running(0, order, order_mutex);
   running.gate = gate;
   ASSERT_EQ(pool.submit(running), worker_pool::refusal::none);
-  ASSERT_TRUE([&] {
-    for (int i = 0; i < 5000 && pool.busy() == 0; ++i) std::this_thread::sleep_for(1ms);
-    return pool.busy() == 1;
-  }());
+  ASSERT_TRUE(corvid::test::eventually([&] { return pool.busy() == 1; }, 5s));
   test_job big(1, order, order_mutex, 5000);  // larger than the bound: fits an empty queue
   test_job small(2, order, order_mutex, 10);
   EXPECT_EQ(pool.submit(big), worker_pool::refusal::none);
@@ -129,6 +123,8 @@ TEST_F(WorkerPool, StopRunsWhatIsQueuedThenJoins) {
     ASSERT_EQ(pool->submit(*jobs.back()), worker_pool::refusal::none);
   }
   std::thread opener([&] {
+    // About time: by then stop() most likely waits for the gated jobs (earlier, the test is
+    // only weaker, never wrong).
     std::this_thread::sleep_for(20ms);
     open.set_value();
   });

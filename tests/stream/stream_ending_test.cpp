@@ -71,13 +71,16 @@ TEST(stream_idle, a_stream_whose_client_reads_nothing_ends_with_timeout_on_both_
 }
 
 TEST(stream_idle, a_duplex_stream_is_idle_only_once_it_stops_moving) {
-  stream_server srv(transport::tcp, idle_after(200ms));
+  // A limit far above the 60 ms between messages, even on a loaded machine.
+  stream_server srv(transport::tcp, idle_after(500ms));
   auto client = srv.connect();
   auto c = opened(client->open_stream_with<chat>(bounded()));
-  // Talking for 4 times the limit, a message every 60 ms: never idle.
+  // Talking for longer than the limit, a message every 60 ms: never idle.
+  std::chrono::steady_clock::time_point last_write;
   const std::string talk = corvid::sync_wait([&]() -> corvid::task<std::string> {
     for (int i = 0; i < 14; ++i) {
-      co_await corvid::sleep_for(60ms);
+      co_await corvid::sleep_for(60ms);  // about time: the pauses between messages
+      last_write = std::chrono::steady_clock::now();
       if (auto e = co_await c.write("m" + std::to_string(i)))
         co_return "write " + std::to_string(i) + ": " + e.message();
       auto answer = co_await c.next();
@@ -88,12 +91,12 @@ TEST(stream_idle, a_duplex_stream_is_idle_only_once_it_stops_moving) {
   }());
   EXPECT_EQ(talk, "");
   // Then silence on both sides: the stream ends with timeout; its handler's reader ends.
-  const auto begin = std::chrono::steady_clock::now();
   auto [items, err] = drain(c);
   EXPECT_EQ(items, 0);
   EXPECT_EQ(err.code(), corvid::rpc_errc::timeout) << err.message();
   EXPECT_NE(err.message().find("stream_idle_timeout"), std::string::npos) << err.message();
-  EXPECT_GE(std::chrono::steady_clock::now() - begin, 150ms) << "ended before it was idle";
+  // The server saw its last activity after the last write began; a timer never fires early.
+  EXPECT_GE(std::chrono::steady_clock::now() - last_write, 500ms) << "ended before it was idle";
   EXPECT_EQ(call_twice(*client, 4), 8);
 }
 
@@ -102,6 +105,7 @@ TEST(stream_idle, zero_turns_the_idle_check_off) {
   auto client = srv.connect();
   const int destroyed = probe().destroyed;
   auto s = opened(client->stream_with<endless>(bounded(), 1024u));
+  // About time: nothing may end the stream meanwhile (a 200 ms idle check, as above, would).
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(probe().destroyed, destroyed);
   const bool reads = corvid::sync_wait([&]() -> corvid::task<bool> {

@@ -174,12 +174,18 @@ TEST(streams, a_stream_to_a_missing_handler_ends_with_function_not_found) {
 
 // Waits (bounded) until the endless producer's coroutine was destroyed `n` times.
 bool destroyed_within(int n, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (probe().destroyed < n && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(5ms);
-  }
-  return probe().destroyed >= n;
+  return corvid::test::eventually([n] { return probe().destroyed >= n; }, limit);
 }
+
+// Waits (bounded) until the endless producer has yielded `n` items since `start`.
+bool yielded_within(int start, int n) {
+  return corvid::test::eventually([&] { return probe().yielded - start >= n; },
+                                  corvid::test::patience(10s));
+}
+
+// About time: a producer without credit would run on meanwhile; one that waits does nothing
+// (the wait itself has no event to wait for).
+void give_a_producer_time_to_overrun() { std::this_thread::sleep_for(100ms); }
 
 TEST(streams, a_client_cancel_stops_the_producer_and_destroys_its_coroutine) {
   stream_server srv;
@@ -203,13 +209,13 @@ TEST(streams, a_slow_consumer_suspends_the_producer_and_bounds_server_memory) {
   stream_server srv;
   auto client = srv.connect();
   const int start = probe().yielded;
-  auto s = corvid::test::opened(client->stream<endless>(4096u));
-  std::this_thread::sleep_for(300ms);  // the consumer reads nothing
+  auto s = corvid::test::opened(client->stream<endless>(4096u));  // the consumer reads nothing
+  EXPECT_TRUE(yielded_within(start, 256 / 4));  // it runs until the credit runs out
+  give_a_producer_time_to_overrun();
   const int yielded = probe().yielded - start;
   // One window (256 KiB) of 4 KiB items, plus the one that overshoots it, plus the one parked.
   EXPECT_LE(yielded, 256 / 4 + 2);
-  EXPECT_GE(yielded, 10);  // it did run until the credit ran out
-  std::this_thread::sleep_for(100ms);
+  give_a_producer_time_to_overrun();
   EXPECT_EQ(probe().yielded - start, yielded) << "the producer ran on without credit";
   // The server holds at most the queued window, not an ever-growing queue.
   EXPECT_LT(srv.server().memory().peak, 8u << 20);
@@ -233,10 +239,10 @@ TEST(streams, the_stream_windows_set_how_far_each_side_runs_ahead) {
     // Server to client: 64 KiB items, read by no one.
     const int start = probe().yielded;
     auto s = corvid::test::opened(client->stream<endless>(64u << 10));
-    std::this_thread::sleep_for(corvid::test::patience(300ms));
-    const int ahead = probe().yielded - start;
     const int items = static_cast<int>(window / (64u << 10));
-    EXPECT_GE(ahead, items) << "window " << window;
+    EXPECT_TRUE(yielded_within(start, items)) << "window " << window;
+    give_a_producer_time_to_overrun();
+    const int ahead = probe().yielded - start;
     EXPECT_LE(ahead, items + 2) << "window " << window;
     s.cancel();
     // Client to server: 64 KiB writes to a handler that reads nothing for a second.
@@ -271,7 +277,9 @@ int items_ahead_of_a_stalled_reader(corvid::rpc_client& client) {
   corvid::sync_wait([&]() -> corvid::task<void> {
     for (int i = 0; i < 20; ++i) EXPECT_TRUE(co_await s.next());
   }());
-  std::this_thread::sleep_for(corvid::test::patience(300ms));
+  // At least the one item the fixed window sends ahead, then whatever it runs on to.
+  EXPECT_TRUE(yielded_within(start, 20 + 2));
+  give_a_producer_time_to_overrun();
   const int ahead = probe().yielded - start - 20;
   s.cancel();
   return ahead;
@@ -330,10 +338,11 @@ TEST(streams, a_stream_opened_at_the_clients_call_cap_waits_for_room_then_works)
   ccfg.max_pending_calls = 1;
   ccfg.stream_window = 4u << 20;
   auto client = srv.connect(ccfg);
-  // Cancels the stream that holds the client's only slot, 200 ms from now.
-  auto free_the_slot_soon = [](auto& holder) {
-    return std::thread([&holder] {
-      std::this_thread::sleep_for(200ms);
+  // Cancels the stream that holds the client's only slot once another call waits for it.
+  auto free_the_slot_soon = [&client](auto& holder) {
+    return std::thread([&holder, &client, waited = client->stats().calls_waited] {
+      EXPECT_TRUE(corvid::test::eventually([&] { return client->stats().calls_waited > waited; },
+                                           corvid::test::patience(10s)));
       holder.cancel();
     });
   };
@@ -357,10 +366,10 @@ TEST(streams, a_stream_opened_at_the_clients_call_cap_waits_for_room_then_works)
     const int start = probe().yielded;
     auto s = corvid::test::opened(client->stream<endless>(64u << 10));  // waits for the slot
     t.join();
-    std::this_thread::sleep_for(corvid::test::patience(300ms));
-    const int ahead = probe().yielded - start;
-    EXPECT_GE(ahead, 64) << "the 4 MiB window was not granted to a stream that waited for room";
-    EXPECT_LE(ahead, 64 + 2);
+    EXPECT_TRUE(yielded_within(start, 64))
+        << "the 4 MiB window was not granted to a stream that waited for room";
+    give_a_producer_time_to_overrun();
+    EXPECT_LE(probe().yielded - start, 64 + 2);
     s.cancel();
   }
 }
@@ -382,6 +391,7 @@ TEST(streams, a_slow_handler_suspends_the_writer_and_bounds_server_memory) {
   auto r = corvid::sync_wait(run());
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(*r, 100u * (64u << 10));
+  // The handler reads nothing for 300 ms, and the window holds far less than 6.4 MB.
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms) << "the writer did not wait";
   // At most a window and one item held for the stream (plus read buffers and replies).
   EXPECT_LT(srv.server().memory().peak, 2u << 20);
@@ -389,8 +399,8 @@ TEST(streams, a_slow_handler_suspends_the_writer_and_bounds_server_memory) {
   auto in_flight = [&] {
     return srv.server().memory().find("in_flight")->current;
   };
-  for (int i = 0; i < 200 && in_flight() != 0; ++i) std::this_thread::sleep_for(5ms);
-  EXPECT_EQ(in_flight(), 0u) << srv.server().memory().to_string();
+  EXPECT_TRUE(corvid::test::eventually([&] { return in_flight() == 0; }, 1s))
+      << srv.server().memory().to_string();
 }
 
 TEST(streams, a_deadline_covers_the_whole_stream_on_both_sides) {
@@ -427,10 +437,8 @@ TEST(streams, a_closed_client_connection_ends_the_servers_producer) {
     EXPECT_EQ(err.code(), corvid::rpc_errc::connection_closed) << err.message();
   }
   EXPECT_TRUE(destroyed_within(destroyed + 1, corvid::test::patience(2s)));
-  for (int i = 0; i < 200 && srv.server().connection_count() != 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_EQ(srv.server().connection_count(), 0u);
+  EXPECT_TRUE(corvid::test::eventually([&] { return srv.server().connection_count() == 0; },
+                                       corvid::test::patience(2s)));
 }
 
 // close() from another thread while the server's items keep arriving: a read that completed
@@ -522,14 +530,17 @@ TEST(streams, stop_lets_an_open_upload_finish_and_refuses_new_calls_meanwhile) {
           srv.server().stop();
           stop_done = std::chrono::steady_clock::now();
         });
-        std::this_thread::sleep_for(100ms);  // the drain has begun
-        // A new call on the draining connection is refused with a clear error.
+        // Once the drain has begun, a new call on the draining connection is refused with a
+        // clear error (one made before that is still served).
+        const auto give_up = std::chrono::steady_clock::now() + corvid::test::patience(5s);
         auto refused = co_await client->call<twice>(2);
-        EXPECT_FALSE(refused.has_value());
-        if (!refused) {
-          EXPECT_EQ(refused.error().code(), corvid::rpc_errc::server_busy)
-              << refused.error().message();
+        while (refused && std::chrono::steady_clock::now() < give_up) {
+          co_await corvid::sleep_for(5ms);
+          refused = co_await client->call<twice>(2);
         }
+        EXPECT_EQ(refused ? corvid::rpc_errc::ok : refused.error().code(),
+                  corvid::rpc_errc::server_busy)
+            << (refused ? std::string("never refused") : refused.error().message());
         for (int i = 0; i < 3; ++i) {
           if (auto e = co_await up->write("abc")) co_return corvid::unexpected(e);
         }
@@ -563,7 +574,7 @@ TEST(streams, a_stream_past_max_streams_per_connection_is_refused_with_a_clear_e
     auto r = co_await client->call<twice>(21);
     if (!r || *r != 42) co_return "plain call failed";
     open.front().cancel();
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 1000; ++i) {  // polls for up to 5 s: the cancel reaches the server
       co_await corvid::sleep_for(std::chrono::milliseconds(5));
       auto [again, again_err] = co_await read_count(*client, 2);
       if (!again_err) co_return "";

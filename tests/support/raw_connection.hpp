@@ -62,6 +62,16 @@ class raw_connection {
     send(bytes);
   }
 
+  // A cancel frame for the call `id` (what a client sends when it gives up on a call).
+  void send_cancel(std::uint64_t id) {
+    protocol::frame_header h;
+    h.type = protocol::msg_type::cancel;
+    h.request_id = id;
+    std::string bytes(protocol::header_size, '\0');
+    protocol::encode_header(h, bytes.data());
+    send(bytes);
+  }
+
   struct frame {
     protocol::frame_header header;
     std::string body;

@@ -42,7 +42,7 @@ TEST(SoftRnr, ReceiverOnAnotherThreadPostsLate) {
   side a(*dev), b(*dev);
   connect_pair(a, b);
   std::thread receiver([&] {
-    std::this_thread::sleep_for(100ms);
+    std::this_thread::sleep_for(100ms);  // about time: the send meets no receive for a while
     EXPECT_FALSE(b.recv(1, b.at(0, 4096)));
     EXPECT_TRUE(drive({&b}, [&] { return !b.done.empty(); }));
   });

@@ -57,9 +57,9 @@ class io_pool {
   }
 
   // How many times reactor `i` went to sleep in the kernel after polling adaptively for its
-  // next event (or straight away, with a budget of zero): with traffic that adaptive polling
-  // catches, it grows far slower than the reactor's event count. Counted only while adaptive
-  // polling is on.
+  // next event (or straight away, with a budget of zero), or after spinning out its
+  // busy-poll budget: with traffic that polling catches, it grows far slower than the
+  // reactor's event count. Counted only while a reactor polls (not in plain run()).
   std::uint64_t polling_sleeps(std::size_t i) const noexcept {
     return reactors_[i]->polling.sleeps.load(std::memory_order_relaxed);
   }
