@@ -1,6 +1,8 @@
 #pragma once
 // corvid::expected<T, E>: the C++23 std::expected subset corvid's API needs, for C++20 users.
-// Every call result is an expected<T, rpc_error>; no exception crosses the API boundary.
+// Every call result is an expected<T, rpc_error>: a failed call is a value, never an exception
+// (README, "API in brief", lists what does throw: programming errors). value() and operator*
+// on an expected holding an error throw std::bad_variant_access; test it first.
 #include <type_traits>
 #include <utility>
 #include <variant>

@@ -1,5 +1,6 @@
 #pragma once
-// sync_wait(task): runs a task to completion from ordinary code, blocking the calling thread.
+// sync_wait(task): runs a task to completion from ordinary code, blocking the calling thread,
+// and returns its value or rethrows what the task threw (co_await task does the same).
 // Never call it on a reactor thread: the reactor would wait on itself.
 #include <condition_variable>
 #include <exception>

@@ -39,7 +39,8 @@ class rpc_server {
   rpc_server& operator=(const rpc_server&) = delete;
 
   // Registers free functions (plain or returning corvid::task<T>). Only before start();
-  // throws std::logic_error on a duplicate name or a function-id collision.
+  // throws std::logic_error after start(), on a duplicate name or on a function-id collision:
+  // programming errors, which the program's first run shows.
   template <auto... Fs>
   void register_handler() {
     (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(), nullptr,
@@ -85,7 +86,8 @@ class rpc_server {
   // At most `max_concurrent` calls of F running at once over all connections (plain calls
   // while they run; coroutine and blocking calls from their start — queued for a worker
   // included — to their end). A call past it is answered server_busy at once, naming F and
-  // the limit. After F is registered, before start(); throws std::logic_error otherwise.
+  // the limit. After F is registered, before start(); throws std::logic_error otherwise, and
+  // for a limit of 0 (it would refuse every call).
   template <auto F>
   void set_method_limit(std::size_t max_concurrent) {
     set_method_limit(protocol::function_id<F>(), protocol::function_name<F>(), max_concurrent);
