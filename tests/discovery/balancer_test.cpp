@@ -166,6 +166,37 @@ TEST(health, watch_streams_each_change_and_ends_with_draining) {
   EXPECT_EQ(seen, (std::vector<hs>{hs::serving, hs::not_serving, hs::serving, hs::draining}));
 }
 
+// The server's count of watches running now, from its metrics.
+int watches_running(corvid::rpc_server& server) {
+  const std::string t = server.metrics_text();
+  const std::string key = "corvid_server_requests_in_flight{method=\"";
+  for (auto at = t.find(key); at != std::string::npos; at = t.find(key, at + 1)) {
+    const auto line_end = t.find('\n', at);
+    const std::string line = t.substr(at, line_end - at);
+    if (line.find("watch\"}") != std::string::npos) return std::stoi(line.substr(line.rfind(' ')));
+  }
+  return -1;
+}
+
+TEST(health, a_watch_ends_as_soon_as_its_client_goes_away) {
+  named_server s("s");
+  {
+    corvid::rpc_client client;
+    ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, s.endpoint())));
+    auto first = corvid::sync_wait([&]() -> corvid::task<std::optional<corvid::health_status>> {
+      auto w = co_await client.stream<&corvid::health_service::watch>();
+      if (!w) co_return std::nullopt;
+      auto st = co_await w->next();
+      EXPECT_EQ(watches_running(s.server()), 1);
+      co_return st;
+    }());  // the reader is gone
+    EXPECT_EQ(first, corvid::health_status::serving);
+  }  // and the connection
+  // Not at its next item (30 s away): a watch nobody reads no longer counts as a balancer
+  // following the server, whose stop() would wait drain_delay for it.
+  EXPECT_TRUE(eventually([&] { return watches_running(s.server()) == 0; }, patience(5s)));
+}
+
 // What the balancer follows: each endpoint's health watch, open once stats() says `watched`.
 bool watched(const corvid::load_balancer& lb, const std::string& address) {
   return stats_of(lb, address).watched;
