@@ -4,11 +4,10 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "corvid/sync_wait.hpp"
-
 #include "../discovery/endpoint_source.hpp"
 #include "client_metrics_access.hpp"
 #include "hash_ring.hpp"
+#include "health_follower.hpp"
 
 namespace corvid {
 
@@ -19,19 +18,14 @@ load_balancer::load_balancer(lb_config config)
 
 load_balancer::~load_balancer() {
   source_.reset();  // its thread hands endpoints to this balancer: it goes first
-  {
-    std::lock_guard lk(mutex_);
-    stopping_ = true;
-  }
-  health_cv_.notify_all();
-  if (health_thread_.joinable()) health_thread_.join();
+  // Each watch ends on its reactor soon after; it holds its node (and pool) until then.
+  for (auto& n : nodes_) unfollow(*n);
 }
 
 std::shared_ptr<load_balancer> load_balancer::create(std::vector<lb_endpoint> endpoints,
                                                      lb_config config) {
   std::shared_ptr<load_balancer> lb(new load_balancer(std::move(config)));
   for (auto& e : endpoints) lb->add_endpoint(std::move(e));
-  lb->start_health_checks();
   return lb;
 }
 
@@ -44,7 +38,6 @@ task<expected<std::shared_ptr<load_balancer>, rpc_error>> load_balancer::open(st
                                        });
   if (!source) co_return unexpected(std::move(source).error());
   lb->source_ = std::move(*source);
-  lb->start_health_checks();
   co_return lb;
 }
 
@@ -58,7 +51,26 @@ std::shared_ptr<load_balancer::node> load_balancer::make_node(lb_endpoint endpoi
   n->endpoint = std::move(endpoint);
   if (n->endpoint.weight == 0) n->endpoint.weight = 1;
   if (n->endpoint.id.empty()) n->endpoint.id = n->endpoint.address;
+  follow(n);
   return n;
+}
+
+void load_balancer::follow(const std::shared_ptr<node>& n) {
+  if (!config_.follow_health) return;
+  // The follower holds the node through its health (the aliasing constructor) until it stops.
+  n->follower = detail::health_follower::start(
+      n->pool, std::shared_ptr<detail::endpoint_health>(n, &n->health), config_.pool);
+}
+
+void load_balancer::unfollow(node& n) {
+  if (n.follower) n.follower->stop();
+}
+
+bool load_balancer::readmitted(node& n) {
+  if (!n.health.serving_again.exchange(false, std::memory_order_relaxed)) return false;
+  n.ejections = 0;
+  n.ejected_until = {};
+  return true;
 }
 
 void load_balancer::rebuild_ring_locked() {
@@ -77,12 +89,19 @@ void load_balancer::add_endpoint(lb_endpoint endpoint) {
 }
 
 bool load_balancer::remove_endpoint(const std::string& address) {
-  std::lock_guard lk(mutex_);
-  // Calls in flight hold their node (and so its pool) until they end.
-  const bool removed =
-      std::erase_if(nodes_, [&](const auto& n) { return n->endpoint.address == address; }) > 0;
-  if (removed) rebuild_ring_locked();
-  return removed;
+  std::vector<std::shared_ptr<node>> gone;
+  {
+    std::lock_guard lk(mutex_);
+    // Calls in flight hold their node (and so its pool) until they end.
+    std::erase_if(nodes_, [&](const auto& n) {
+      if (n->endpoint.address != address) return false;
+      gone.push_back(n);
+      return true;
+    });
+    if (!gone.empty()) rebuild_ring_locked();
+  }
+  for (auto& n : gone) unfollow(*n);
+  return !gone.empty();
 }
 
 void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
@@ -93,19 +112,30 @@ void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
     if (e.id.empty()) e.id = e.address;
     wanted.try_emplace(e.address, std::move(e));
   }
-  std::lock_guard lk(mutex_);
-  std::erase_if(nodes_, [&](const auto& n) { return !wanted.contains(n->endpoint.address); });
-  for (auto& n : nodes_) {
-    auto it = wanted.find(n->endpoint.address);
-    n->endpoint.weight = std::max(1u, it->second.weight);
-    n->endpoint.id = it->second.id;
-    wanted.erase(it);
+  std::vector<std::shared_ptr<node>> gone;
+  {
+    std::lock_guard lk(mutex_);
+    std::erase_if(nodes_, [&](const auto& n) {
+      if (wanted.contains(n->endpoint.address)) return false;
+      gone.push_back(n);
+      return true;
+    });
+    for (auto& n : nodes_) {
+      auto it = wanted.find(n->endpoint.address);
+      n->endpoint.weight = std::max(1u, it->second.weight);
+      // Another instance at the same address (a restarted server): its watch need not wait
+      // out the back-off it built up while the old one went away.
+      if (n->endpoint.id != it->second.id && n->follower) n->follower->retry_now();
+      n->endpoint.id = it->second.id;
+      wanted.erase(it);
+    }
+    for (auto& [address, e] : wanted) nodes_.push_back(make_node(std::move(e)));
+    // A stable order (by id): round robin and the ring do not depend on hand-over order.
+    std::sort(nodes_.begin(), nodes_.end(),
+              [](const auto& a, const auto& b) { return a->endpoint.id < b->endpoint.id; });
+    rebuild_ring_locked();
   }
-  for (auto& [address, e] : wanted) nodes_.push_back(make_node(std::move(e)));
-  // A stable order (by id): round robin and the ring do not depend on hand-over order.
-  std::sort(nodes_.begin(), nodes_.end(),
-            [](const auto& a, const auto& b) { return a->endpoint.id < b->endpoint.id; });
-  rebuild_ring_locked();
+  for (auto& n : gone) unfollow(*n);
 }
 
 std::vector<lb_endpoint> load_balancer::endpoints() const {
@@ -124,15 +154,15 @@ expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view 
   std::vector<node*> healthy;
   healthy.reserve(nodes_.size());
   for (auto& n : nodes_) {
-    n->usable = n->ejected_until <= now && !n->probing && n.get() != avoid &&
-                !n->not_serving.load(std::memory_order_relaxed);
+    n->usable = (n->ejected_until <= now || readmitted(*n)) && !n->probing && n.get() != avoid &&
+                !n->health.not_serving.load(std::memory_order_relaxed);
     if (n->usable) healthy.push_back(n.get());
   }
   if (healthy.empty()) {
     // Every endpoint says it is not serving (or draining): better to try them than to fail
     // every call here.
     for (auto& n : nodes_) {
-      n->usable = n->ejected_until <= now && !n->probing && n.get() != avoid;
+      n->usable = (n->ejected_until <= now || readmitted(*n)) && !n->probing && n.get() != avoid;
       if (n->usable) healthy.push_back(n.get());
     }
   }
@@ -212,39 +242,10 @@ task<bool> load_balancer::probe(std::shared_ptr<node> n) {
   // A server from before the health method still answered: it is reachable.
   const bool reachable = r || r.error().code() == rpc_errc::function_not_found;
   const bool serving = !r || *r == health_status::serving;
-  n->not_serving.store(reachable && !serving, std::memory_order_relaxed);
+  n->health.not_serving.store(reachable && !serving, std::memory_order_relaxed);
   // Unanswered (timeout included) re-ejects it, with a longer back-off.
   report(*n, true, reachable ? rpc_errc::ok : rpc_errc::connect_failed);
   co_return reachable&& serving;
-}
-
-void load_balancer::start_health_checks() {
-  if (config_.health_check_interval.count() <= 0) return;
-  health_thread_ = std::thread([this] {
-    std::unique_lock lk(mutex_);
-    while (!health_cv_.wait_for(lk, config_.health_check_interval, [&] { return stopping_; })) {
-      lk.unlock();
-      check_health_once();
-      lk.lock();
-    }
-  });
-}
-
-void load_balancer::check_health_once() {
-  std::vector<std::shared_ptr<node>> snapshot;
-  {
-    std::lock_guard lk(mutex_);
-    snapshot = nodes_;
-  }
-  for (auto& n : snapshot) {
-    auto r = sync_wait(n->pool->call_for<&health_service::check>(config_.health_check_interval));
-    if (r) {
-      n->not_serving.store(*r != health_status::serving, std::memory_order_relaxed);
-    } else if (r.error().code() == rpc_errc::function_not_found) {
-      n->not_serving.store(false, std::memory_order_relaxed);
-    }
-    // Unreachable: the calls' own failures eject it; the health check does not double them.
-  }
 }
 
 void load_balancer::report(node& n, bool probe, rpc_errc result) {
@@ -275,6 +276,8 @@ void load_balancer::report(node& n, bool probe, rpc_errc result) {
   // belong to the same episode and must not stretch the back-off. A failed probe does.
   if (!probe && n.ejected_until > now) return;
   n.timeouts_in_a_row = 0;
+  // What its watch said before this failure does not bring it back; what it says next does.
+  n.health.serving_again.store(false, std::memory_order_relaxed);
   ++n.ejections;
   if (n.metrics != nullptr) n.metrics->ejections.fetch_add(1, std::memory_order_relaxed);
   const auto shift = std::min(n.ejections - 1, 16u);
@@ -288,7 +291,7 @@ std::vector<lb_endpoint_stats> load_balancer::stats() const {
   for (const auto& n : nodes_) {
     out.push_back({n->endpoint.address, n->calls.load(), n->failures.load(),
                    n->ejected_until > now || n->probing, n->in_flight.load(),
-                   n->not_serving.load()});
+                   n->health.not_serving.load(), n->health.watched.load()});
   }
   return out;
 }

@@ -45,7 +45,7 @@ rpc_error server_presence::start(const server_config& config, std::uint16_t port
   return {};
 }
 
-void server_presence::begin_stop(const server_config& config) {
+void server_presence::begin_stop(const server_config& config, bool followed) {
   registration* r;
   {
     std::lock_guard lk(mutex_);
@@ -53,18 +53,10 @@ void server_presence::begin_stop(const server_config& config) {
     stopped_ = true;
     r = registration_.get();
   }
-  health.set(health_status::draining);
-  if (r == nullptr) return;
-  r->deregister();
-  // Balancers learn of the deletion through their watch within milliseconds; calls they
-  // routed meanwhile are still answered.
-  std::this_thread::sleep_for(config.drain_delay);
-}
-
-void server_presence::set_serving(bool serving) {
-  std::lock_guard lk(mutex_);
-  if (stopped_) return;  // draining stays draining
-  health.set(serving ? health_status::serving : health_status::not_serving);
+  if (r != nullptr) r->deregister();
+  // Balancers learn of the deletion through their etcd watch, and of draining through their
+  // health watch, within milliseconds; calls they routed meanwhile are still answered.
+  if (r != nullptr || followed) std::this_thread::sleep_for(config.drain_delay);
 }
 
 std::optional<registry_status> server_presence::registry() const {

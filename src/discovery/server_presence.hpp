@@ -1,15 +1,14 @@
 #pragma once
-// What a server shows the world beyond its port: the health method's status and, with
-// server_config::registry, its registration in etcd. rpc_server's start() and stop() drive it:
-// stop() turns health to draining and deregisters *before* connections drain, so balancers
-// stop routing to the server while it still answers.
+// What a server shows the world beyond its port with server_config::registry: its
+// registration in etcd. rpc_server's start() and stop() drive it: stop() turns health to
+// draining and deregisters *before* connections drain, so balancers stop routing to the
+// server while it still answers.
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 
-#include "corvid/protocol/health.hpp"
 #include "corvid/server/server_config.hpp"
 
 #include "registration.hpp"
@@ -18,16 +17,14 @@ namespace corvid::discovery {
 
 class server_presence {
  public:
-  health_service health;  // registered as a handler by rpc_server's constructor
-
   // Checks the registry settings (before the server binds): a malformed URL is a start error.
   static rpc_error check(const server_config& config);
   // After the bind: registers in the background (an unreachable registry never fails this).
   rpc_error start(const server_config& config, std::uint16_t port, unsigned reactors);
-  // Health goes to draining; the registration is deleted and its lease revoked; then, with a
-  // registry, waits server_config::drain_delay for balancers to notice. Idempotent.
-  void begin_stop(const server_config& config);
-  void set_serving(bool serving);
+  // After health went to draining: the registration is deleted and its lease revoked; then,
+  // with a registry or when `followed` (a health watch was open), waits server_config::
+  // drain_delay for balancers to notice. Idempotent.
+  void begin_stop(const server_config& config, bool followed);
   std::optional<registry_status> registry() const;
 
  private:

@@ -351,15 +351,30 @@ rpc_server::rpc_server(server_config config)
     : core_(std::make_unique<detail::server_core>(std::move(config))) {
   core_->presence = std::make_shared<discovery::server_presence>();
   // Every corvid server answers the health method (protocol/health.hpp).
-  register_handler<&health_service::check, &health_service::watch>(&core_->presence->health);
+  register_handler<&health_service::check, &health_service::watch>(&core_->health);
 }
+
+namespace {
+
+// Balancers first: health says draining and the registration goes; then, if a registry or
+// a health watch could still send calls here, drain_delay passes while the server answers.
+void announce_stop(detail::server_core& core, const server_config& config) {
+  // Counted before the watches hear draining (and end).
+  const bool followed = core.health.watchers() > 0;
+  core.health.set(health_status::draining);
+  core.presence->begin_stop(config, followed);
+}
+
+}  // namespace
 
 rpc_server::~rpc_server() {
   // Deregister before the core drains (its destructor); never on the server's own threads.
-  if (core_->started()) core_->presence->begin_stop(core_->config);
+  if (core_->started()) announce_stop(*core_, core_->config);
 }
 
-void rpc_server::set_serving(bool serving) { core_->presence->set_serving(serving); }
+void rpc_server::set_serving(bool serving) {
+  core_->health.set(serving ? health_status::serving : health_status::not_serving);
+}
 
 void rpc_server::add_handler(std::uint32_t id, std::string_view name, void* object,
                              detail::invoke_fn fn, bool blocking) {
@@ -414,12 +429,11 @@ void rpc_server::stop() {
   // while the server still answers. Inside a handler the wait is skipped, not the rest.
   if (core_->started()) {
     if (core_->on_own_thread()) {
-      auto presence = core_->presence;
       server_config no_delay;
       no_delay.drain_delay = std::chrono::milliseconds(0);
-      presence->begin_stop(no_delay);
+      announce_stop(*core_, no_delay);
     } else {
-      core_->presence->begin_stop(core_->config);
+      announce_stop(*core_, core_->config);
     }
   }
   core_->begin_stop();

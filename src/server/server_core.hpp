@@ -16,6 +16,7 @@
 #include <asio/steady_timer.hpp>
 
 #include "corvid/detail/handler_invoker.hpp"
+#include "corvid/protocol/health.hpp"
 #include "corvid/runtime/io_pool.hpp"
 #include "corvid/runtime/tls_config.hpp"
 #include "corvid/server/server_config.hpp"
@@ -103,12 +104,15 @@ class server_core : public admin::admin_host {
   const server_config config;
   // Declared before the reactors and connections: they are destroyed first.
   server_memory memory;
+  // The built-in health method's state (protocol/health.hpp): its watches run on the
+  // connections, which end first.
+  health_service health;
   // Places for connections in pre-authentication (server_connection::enter_pre_auth).
   std::shared_ptr<shared_slots> pre_auth;
   std::uint16_t bound_port = 0;
   stats_counters stats;
   std::shared_ptr<rdma::rdma_context> rdma;  // set by init_ibv(), before start
-  // Health method and registry (src/discovery/server_presence.hpp); set by rpc_server.
+  // The registration (src/discovery/server_presence.hpp); set by rpc_server.
   std::shared_ptr<discovery::server_presence> presence;
   std::size_t connection_count() const;
   bool started() const;

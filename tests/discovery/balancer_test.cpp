@@ -1,5 +1,7 @@
 // load_balancer::open() on list:// and file://, consistent hashing with bounded load through
-// real servers, and the health method (serving / not_serving / draining).
+// real servers, and the health method (serving / not_serving / draining) as balancers follow
+// it through each endpoint's watch.
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.hpp"
 #include "connect.hpp"
 #include "discovery_support.hpp"
 
@@ -131,8 +134,13 @@ TEST(health, watch_streams_each_change_and_ends_with_draining) {
   named_server s("s", cfg);
   corvid::rpc_client client;
   ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, s.endpoint())));
-  std::vector<corvid::health_status> seen;
-  std::atomic<std::size_t> seen_count{0};
+  using hs = corvid::health_status;
+  std::mutex seen_mutex;
+  std::vector<hs> seen;
+  auto seen_now = [&] {
+    std::lock_guard lk(seen_mutex);
+    return seen;
+  };
   std::thread watcher([&] {
     corvid::sync_wait([&]() -> corvid::task<void> {
       auto w = co_await client.stream<&corvid::health_service::watch>();
@@ -141,49 +149,190 @@ TEST(health, watch_streams_each_change_and_ends_with_draining) {
         co_return;
       }
       while (auto st = co_await w->next()) {
+        std::lock_guard lk(seen_mutex);
         seen.push_back(*st);
-        ++seen_count;
       }
       EXPECT_FALSE(w->error()) << w->error().message();
     }());
   });
-  // Each status is held until the watch has seen it.
-  ASSERT_TRUE(eventually([&] { return seen_count == 1; }, patience(5s)));
+  // Each change once the one before has arrived (changes in between may merge into one).
+  ASSERT_TRUE(eventually([&] { return seen_now().size() == 1; }, patience(5s)));
   s.server().set_serving(false);
-  ASSERT_TRUE(eventually([&] { return seen_count == 2; }, patience(5s)));
+  ASSERT_TRUE(eventually([&] { return seen_now().size() == 2; }, patience(5s)));
   s.server().set_serving(true);
-  ASSERT_TRUE(eventually([&] { return seen_count == 3; }, patience(5s)));
+  ASSERT_TRUE(eventually([&] { return seen_now().size() == 3; }, patience(5s)));
   s.server().stop();  // the watch says draining and ends: the stop is not held up by it
   watcher.join();
-  using hs = corvid::health_status;
   EXPECT_EQ(seen, (std::vector<hs>{hs::serving, hs::not_serving, hs::serving, hs::draining}));
 }
 
-TEST(health, balancer_checking_health_avoids_a_server_not_serving) {
+// The server's count of watches running now, from its metrics.
+int watches_running(corvid::rpc_server& server) {
+  const std::string t = server.metrics_text();
+  const std::string key = "corvid_server_requests_in_flight{method=\"";
+  for (auto at = t.find(key); at != std::string::npos; at = t.find(key, at + 1)) {
+    const auto line_end = t.find('\n', at);
+    const std::string line = t.substr(at, line_end - at);
+    if (line.find("watch\"}") != std::string::npos) return std::stoi(line.substr(line.rfind(' ')));
+  }
+  return -1;
+}
+
+TEST(health, a_watch_ends_as_soon_as_its_client_goes_away) {
+  named_server s("s");
+  {
+    corvid::rpc_client client;
+    ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, s.endpoint())));
+    auto first = corvid::sync_wait([&]() -> corvid::task<std::optional<corvid::health_status>> {
+      auto w = co_await client.stream<&corvid::health_service::watch>();
+      if (!w) co_return std::nullopt;
+      auto st = co_await w->next();
+      EXPECT_EQ(watches_running(s.server()), 1);
+      co_return st;
+    }());  // the reader is gone
+    EXPECT_EQ(first, corvid::health_status::serving);
+  }  // and the connection
+  // Not at its next item (30 s away): a watch nobody reads no longer counts as a balancer
+  // following the server, whose stop() would wait drain_delay for it.
+  EXPECT_TRUE(eventually([&] { return watches_running(s.server()) == 0; }, patience(5s)));
+}
+
+// What the balancer follows: each endpoint's health watch, open once stats() says `watched`.
+bool watched(const corvid::load_balancer& lb, const std::string& address) {
+  return stats_of(lb, address).watched;
+}
+
+TEST(health, a_server_not_serving_gets_no_calls_until_it_serves_again) {
   named_server a("a"), b("b");
-  corvid::lb_config cfg;
-  cfg.health_check_interval = 20ms;
-  auto lb = open_balancer("list://" + a.endpoint() + "," + b.endpoint(), cfg);
+  auto lb = open_balancer("list://" + a.endpoint() + "," + b.endpoint());
+  ASSERT_TRUE(eventually([&] { return watched(*lb, b.endpoint()); }, patience(5s)));
   b.server().set_serving(false);
-  ASSERT_TRUE(eventually(
-      [&] {
-        for (auto& st : lb->stats()) {
-          if (st.address == b.endpoint()) return st.not_serving;
-        }
-        return false;
-      },
-      patience(5s)));
+  ASSERT_TRUE(eventually([&] { return stats_of(*lb, b.endpoint()).not_serving; }, patience(5s)));
   EXPECT_EQ(spread(*lb, 40), (std::map<std::string, int>{{"a", 40}}));
   b.server().set_serving(true);
+  ASSERT_TRUE(eventually([&] { return !stats_of(*lb, b.endpoint()).not_serving; }, patience(5s)));
+  EXPECT_EQ(spread(*lb, 40), (std::map<std::string, int>{{"a", 20}, {"b", 20}}));
+}
+
+TEST(health, a_draining_server_gets_no_new_calls_and_no_call_fails) {
+  named_server a("a"), b("b");  // drain_delay 300 ms, no registry
+  auto lb = open_balancer("list://" + a.endpoint() + "," + b.endpoint());
+  ASSERT_TRUE(eventually([&] { return watched(*lb, a.endpoint()) && watched(*lb, b.endpoint()); },
+                         patience(5s)));
+  // Several callers: calls are on their way to b whenever it stops.
+  constexpr int callers = 4;
+  std::vector<std::unique_ptr<caller>> calls;
+  for (int i = 0; i < callers; ++i) calls.push_back(std::make_unique<caller>(*lb));
+  auto answered_by = [&](const std::string& name) {
+    int n = 0;
+    for (auto& c : calls) n += c->answered_by(name);
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return answered_by("b") > 10 * callers; }, patience(5s)));
+  // Draining: its watch says so at once; drain_delay later it stops reading and closes.
+  std::thread stopper([&] { b.server().stop(); });
+  ASSERT_TRUE(eventually([&] { return stats_of(*lb, b.endpoint()).not_serving; }, patience(5s)));
+  const int b_calls = answered_by("b");
+  stopper.join();  // b has drained and closed its connections
+  const int a_calls = answered_by("a");
+  ASSERT_TRUE(eventually([&] { return answered_by("a") > a_calls + 50; }, patience(5s)));
+  for (auto& c : calls) {
+    c->stop();
+    EXPECT_EQ(c->failed(), 0) << c->last_error();
+  }
+  // At most the calls that were on their way when the watch's word arrived: one a caller.
+  EXPECT_LE(answered_by("b") - b_calls, callers);
+}
+
+// registered_server (not registered) in its own process, to be SIGKILLed: its sockets close
+// with no goodbye, so the balancer's watch breaks rather than ends.
+class peer_server {
+ public:
+  explicit peer_server(const std::string& name, std::uint16_t port = 0)
+      : log_((std::filesystem::temp_directory_path() /
+              ("corvid-peer-" + name + "-" + std::to_string(::getpid()) + "-" +
+               std::to_string(++started) + ".log"))
+                 .string()),
+        process_(REGISTERED_SERVER_PATH, {"", name, "1", std::to_string(port)}, log_) {
+    unsigned p = 0;
+    if (!eventually(
+            [&] {
+              const auto log = process_.log();
+              const auto at = log.find("port ");
+              return at != std::string::npos && std::sscanf(log.c_str() + at, "port %u", &p) == 1;
+            },
+            patience(10s))) {
+      throw std::runtime_error("peer server never said its port: " + process_.log());
+    }
+    port_ = static_cast<std::uint16_t>(p);
+  }
+  ~peer_server() {
+    process_.stop(SIGKILL);
+    std::filesystem::remove(log_);
+  }
+  peer_server(const peer_server&) = delete;
+  peer_server& operator=(const peer_server&) = delete;
+  std::uint16_t port() const { return port_; }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  void kill() { process_.stop(SIGKILL); }
+  // SIGUSR1: health not_serving; SIGUSR2: serving.
+  void signal(int sig) { process_.signal(sig); }
+
+ private:
+  static inline int started = 0;  // each its own log (the log is appended to)
+  std::string log_;
+  corvid::test::child_process process_;
+  std::uint16_t port_ = 0;
+};
+
+corvid::lb_config quick_watch_config() {
+  corvid::lb_config cfg;
+  // The watch re-opens within ~200 ms of its server's return.
+  cfg.pool.reconnect_backoff_initial = 10ms;
+  cfg.pool.reconnect_backoff_max = 200ms;
+  return cfg;
+}
+
+TEST(health, the_watch_resumes_after_its_connection_breaks) {
+  named_server a("a");
+  auto first = std::make_unique<peer_server>("c");
+  const auto port = first->port();
+  const auto c = first->endpoint();
+  auto lb = open_balancer("list://" + a.endpoint() + "," + c, quick_watch_config());
+  ASSERT_TRUE(eventually([&] { return watched(*lb, c); }, patience(5s)));
+  first->kill();
+  ASSERT_TRUE(eventually([&] { return !watched(*lb, c); }, patience(5s)));
+  peer_server second("c", port);
+  ASSERT_TRUE(eventually([&] { return watched(*lb, c); }, patience(5s)));
+  // What the new process says is followed.
+  second.signal(SIGUSR1);
+  ASSERT_TRUE(eventually([&] { return stats_of(*lb, c).not_serving; }, patience(5s)));
+  EXPECT_EQ(spread(*lb, 20), (std::map<std::string, int>{{"a", 20}}));
+  second.signal(SIGUSR2);
+  ASSERT_TRUE(eventually([&] { return !stats_of(*lb, c).not_serving; }, patience(5s)));
+  EXPECT_EQ(spread(*lb, 20), (std::map<std::string, int>{{"a", 10}, {"c", 10}}));
+}
+
+TEST(health, an_ejected_endpoint_returns_when_its_watch_says_serving) {
+  named_server a("a");
+  auto first = std::make_unique<peer_server>("c");
+  const auto port = first->port();
+  const auto c = first->endpoint();
+  auto cfg = quick_watch_config();
+  cfg.eject_base = cfg.eject_max = 60s;  // no probe during the test: only the watch brings it back
+  auto lb = open_balancer("list://" + a.endpoint() + "," + c, cfg);
+  ASSERT_TRUE(eventually([&] { return watched(*lb, c); }, patience(5s)));
+  first->kill();
+  // Calls find it gone (and go to a instead): ejected for a minute.
   ASSERT_TRUE(eventually(
       [&] {
-        for (auto& st : lb->stats()) {
-          if (st.address == b.endpoint()) return !st.not_serving;
-        }
-        return false;
+        spread(*lb, 4);
+        return stats_of(*lb, c).ejected;
       },
       patience(5s)));
-  EXPECT_EQ(spread(*lb, 40), (std::map<std::string, int>{{"a", 20}, {"b", 20}}));
+  peer_server second("c", port);
+  ASSERT_TRUE(eventually([&] { return spread(*lb, 4).count("c") > 0; }, patience(5s)));
+  EXPECT_FALSE(stats_of(*lb, c).ejected);
 }
 
 TEST(health, an_ejected_endpoint_is_probed_with_the_health_method) {
@@ -192,6 +341,7 @@ TEST(health, an_ejected_endpoint_is_probed_with_the_health_method) {
   const std::string b_endpoint = b->endpoint();
   corvid::lb_config cfg;
   cfg.eject_base = 50ms;
+  cfg.follow_health = false;  // the probe alone brings it back
   auto lb = open_balancer("list://" + a.endpoint() + "," + b_endpoint, cfg);
   EXPECT_EQ(spread(*lb, 10).size(), 2u);
   const auto port = b->server().port();

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -76,6 +78,76 @@ inline std::shared_ptr<corvid::load_balancer> open_balancer(const std::string& u
   if (!lb) throw std::runtime_error("open(" + url + "): " + lb.error().message());
   return *lb;
 }
+
+// What the balancer's stats say of `address` (a default one if it does not follow it).
+inline corvid::lb_endpoint_stats stats_of(const corvid::load_balancer& lb,
+                                          const std::string& address) {
+  for (auto& s : lb.stats()) {
+    if (s.address == address) return s;
+  }
+  return {};
+}
+
+// Calls whoami() through the balancer, one after another on a thread of its own, until
+// stopped; counts who answered and what failed.
+class caller {
+ public:
+  explicit caller(corvid::load_balancer& lb, std::string key = {}) : lb_(lb), key_(std::move(key)) {
+    thread_ = std::thread([this] {
+      corvid::sync_wait([this]() -> corvid::task<void> {
+        corvid::call_options o;
+        o.hash_key = key_;
+        while (!stop_) {
+          auto r = co_await lb_.call_with<&identity::whoami>(o);
+          std::lock_guard lk(mutex_);
+          if (r) {
+            ++answered_[r->value];
+          } else {
+            ++failed_;
+            if (r.error().request_unsent() || r.error().code() == corvid::rpc_errc::connect_failed)
+              ++retryable_failed_;
+            last_error_ = r.error().message();
+          }
+        }
+      }());
+    });
+  }
+  ~caller() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::map<std::string, int> answered() {
+    std::lock_guard lk(mutex_);
+    return answered_;
+  }
+  int answered_by(const std::string& name) {
+    std::lock_guard lk(mutex_);
+    return answered_[name];
+  }
+  int failed() {
+    std::lock_guard lk(mutex_);
+    return failed_;
+  }
+  int retryable_failed() {
+    std::lock_guard lk(mutex_);
+    return retryable_failed_;
+  }
+  std::string last_error() {
+    std::lock_guard lk(mutex_);
+    return last_error_;
+  }
+
+ private:
+  corvid::load_balancer& lb_;
+  std::string key_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::map<std::string, int> answered_;
+  int failed_ = 0, retryable_failed_ = 0;
+  std::string last_error_;
+  std::thread thread_;
+};
 
 // Which server answers whoami() through the balancer, `n` times (failures as "!<errc>").
 inline std::map<std::string, int> spread(corvid::load_balancer& lb, int n,

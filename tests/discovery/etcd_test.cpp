@@ -19,66 +19,6 @@ using corvid::test::patience;
 
 const std::string prefix = "/services/echo";
 
-// Calls whoami() through `lb` in a loop on its own thread until stopped, counting outcomes.
-class caller {
- public:
-  explicit caller(corvid::load_balancer& lb, std::string key = {}) : lb_(lb), key_(std::move(key)) {
-    thread_ = std::thread([this] {
-      corvid::sync_wait([this]() -> corvid::task<void> {
-        corvid::call_options o;
-        o.hash_key = key_;
-        while (!stop_) {
-          auto r = co_await lb_.call_with<&identity::whoami>(o);
-          std::lock_guard lk(mutex_);
-          if (r) {
-            ++answered_[r->value];
-          } else {
-            ++failed_;
-            if (r.error().request_unsent() || r.error().code() == corvid::rpc_errc::connect_failed)
-              ++retryable_failed_;
-            last_error_ = r.error().message();
-          }
-        }
-      }());
-    });
-  }
-  ~caller() { stop(); }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  std::map<std::string, int> answered() {
-    std::lock_guard lk(mutex_);
-    return answered_;
-  }
-  int answered_by(const std::string& name) {
-    std::lock_guard lk(mutex_);
-    return answered_[name];
-  }
-  int failed() {
-    std::lock_guard lk(mutex_);
-    return failed_;
-  }
-  int retryable_failed() {
-    std::lock_guard lk(mutex_);
-    return retryable_failed_;
-  }
-  std::string last_error() {
-    std::lock_guard lk(mutex_);
-    return last_error_;
-  }
-
- private:
-  corvid::load_balancer& lb_;
-  std::string key_;
-  std::atomic<bool> stop_{false};
-  std::mutex mutex_;
-  std::map<std::string, int> answered_;
-  int failed_ = 0, retryable_failed_ = 0;
-  std::string last_error_;
-  std::thread thread_;
-};
-
 TEST(etcd, a_server_registers_its_instance_and_deregisters_on_stop) {
   corvid::test::etcd_process etcd;
   auto cfg = server_config(etcd.url(prefix));

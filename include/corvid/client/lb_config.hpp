@@ -43,10 +43,13 @@ struct lb_config {
   // consistent_hash: no endpoint takes a keyed call while it has more than this times the
   // average calls in flight (rounded up); >= 1.
   double hash_load_factor = 1.25;
-  // Every this long, each endpoint is asked the health method; one answering not_serving
-  // or draining gets no new calls until it answers serving again (0 = never ask; ejected
-  // endpoints are still probed with it).
-  std::chrono::milliseconds health_check_interval{0};
+  // Follow each endpoint's health (protocol/health.hpp) through its watch stream, opened on
+  // one of the endpoint's pooled connections when it joins (which so stays open while the
+  // endpoint is followed) and re-opened after it breaks, with the pool's reconnect back-off:
+  // an endpoint saying not_serving or draining gets no new calls from the moment the watch
+  // delivers it, and one ejected after failures returns as soon as its watch says serving.
+  // false: no watch; ejected endpoints are still probed with the health method.
+  bool follow_health = true;
   // open("file://..."): how often the file is checked for a change.
   std::chrono::milliseconds file_poll_interval{250};
   // open("dns://..."): the DNS server ("127.0.0.1:5353"; empty = the system's resolv.conf)

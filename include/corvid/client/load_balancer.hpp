@@ -1,7 +1,9 @@
 #pragma once
 // load_balancer: calls spread over several endpoints, each with its own client_pool.
 // Endpoints whose connections fail are ejected for a growing back-off, then probed with one
-// with the health method (protocol/health.hpp) and restored when it answers serving.
+// call of the health method (protocol/health.hpp) and restored when it answers serving. Each
+// endpoint's health watch is followed (lb_config::follow_health): one not serving or draining
+// gets no new calls, and an ejected one returns once its watch says serving.
 // Endpoints can be added and removed while running, or followed by name (open()).
 //
 //   auto lb = corvid::load_balancer::create({{"10.0.0.1:9000"}, {"10.0.0.2:9000", 2}}, cfg);
@@ -9,13 +11,11 @@
 //   auto named = co_await corvid::load_balancer::open("etcd://10.0.0.9:2379/services/echo");
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "corvid/client/client_pool.hpp"
@@ -31,8 +31,15 @@ namespace discovery {
 class endpoint_source;  // src/discovery: what open() follows
 }
 namespace detail {
-class hash_ring;  // src/client/hash_ring.hpp
-}
+class hash_ring;        // src/client/hash_ring.hpp
+class health_follower;  // src/client/health_follower.hpp: an endpoint's health watch
+// What an endpoint's health watch last said, for pick().
+struct endpoint_health {
+  std::atomic<bool> not_serving{false};    // not_serving or draining (or a probe said so)
+  std::atomic<bool> serving_again{false};  // said serving since the endpoint was last ejected
+  std::atomic<bool> watched{false};        // the watch is open (it has said something)
+};
+}  // namespace detail
 
 struct lb_endpoint_stats {
   std::string address;
@@ -41,6 +48,7 @@ struct lb_endpoint_stats {
   bool ejected = false;
   std::size_t in_flight = 0;
   bool not_serving = false;  // its health method said not_serving or draining
+  bool watched = false;      // its health watch is open (lb_config::follow_health)
 };
 
 class load_balancer : public std::enable_shared_from_this<load_balancer> {
@@ -104,8 +112,9 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
     std::shared_ptr<client_pool> pool;
     std::atomic<std::size_t> in_flight{0};
     std::atomic<std::uint64_t> calls{0}, failures{0};
-    std::atomic<bool> not_serving{false};     // health method: not_serving or draining
-    metrics::lb_counters* metrics = nullptr;  // null: metrics off
+    detail::endpoint_health health;
+    metrics::lb_counters* metrics = nullptr;            // null: metrics off
+    std::shared_ptr<detail::health_follower> follower;  // null: follow_health off
     // Under the balancer's mutex:
     std::chrono::steady_clock::time_point ejected_until{};
     unsigned ejections = 0;
@@ -128,8 +137,11 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
   void rebuild_ring_locked();
   // What open()'s source hands over: the whole set, applied as a difference.
   void set_endpoints(std::vector<lb_endpoint> endpoints);
-  void start_health_checks();
-  void check_health_once();
+  // The node's health watch (follow_health); stop it once the node has left nodes_.
+  void follow(const std::shared_ptr<node>& n);
+  static void unfollow(node& n);
+  // Under mutex_: an ejected node whose watch has said serving since is ejected no more.
+  static bool readmitted(node& n);
 
   template <class R, class Invoke>
   task<R> routed(Invoke invoke, std::string_view hash_key = {}) {
@@ -168,9 +180,6 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
   std::size_t next_ = 0;
   std::minstd_rand rng_{std::random_device{}()};
   std::unique_ptr<discovery::endpoint_source> source_;  // open(); stopped first
-  std::thread health_thread_;                           // health_check_interval
-  std::condition_variable health_cv_;
-  bool stopping_ = false;  // under mutex_
 };
 
 }  // namespace corvid

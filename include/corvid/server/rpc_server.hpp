@@ -116,14 +116,15 @@ class rpc_server {
   // Returns the start error, if any.
   rpc_error start();
   // Graceful stop: the health method answers draining and a registration (server_config::
-  // registry) is deleted, then drain_delay passes; then no new connections, in-flight calls
+  // registry) is deleted, then drain_delay passes (with a registry, or while a balancer
+  // watches the server's health); then no new connections, in-flight calls
   // finish (up to stop_timeout), replies are flushed, connections close. Safe from any thread,
   // including inside a handler (then it only begins the stop; start() or the destructor completes
   // it). Idempotent.
   void stop();
 
   // What the built-in health method (protocol/health.hpp) answers: serving, or not_serving
-  // while false (balancers that check health route elsewhere). stop() makes it draining.
+  // while false (balancers following its watch route elsewhere). stop() makes it draining.
   void set_serving(bool serving);
 
   // The bound port (after a successful start).

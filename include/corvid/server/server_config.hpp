@@ -163,7 +163,9 @@ struct server_config {
   std::chrono::seconds registry_ttl{10};
   unsigned registry_weight = 1;
   std::string instance_id;  // the key's last part and the ring position; empty = random
-  std::chrono::milliseconds drain_delay{500};  // with a registry only
+  // Also when no registry is set but a balancer follows the server's health (a health watch
+  // is open when stop() begins): it stops routing here within that time.
+  std::chrono::milliseconds drain_delay{500};
 };
 
 }  // namespace corvid
