@@ -1,5 +1,9 @@
 #include "client_connection.hpp"
 
+#include <exception>
+#include <new>
+#include <stdexcept>
+
 #include <asio/connect.hpp>
 #include <asio/post.hpp>
 #include <asio/write.hpp>
@@ -19,6 +23,23 @@
 namespace corvid::detail {
 namespace {
 constexpr std::size_t idle_read_buffer = 8 * 1024;
+
+// Why `what` (a request, a stream item) could not be encoded, from the exception in flight:
+// no memory for it, a string or container longer than the wire can say (UINT32_MAX elements),
+// or a value the codec refuses (a valueless variant).
+rpc_error encode_failure(std::string_view what) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return {rpc_errc::message_too_large, "out of memory encoding " + std::string(what)};
+  } catch (const std::length_error& e) {
+    return {rpc_errc::message_too_large, std::string(what) + " cannot be encoded: " + e.what()};
+  } catch (const std::exception& e) {
+    return {rpc_errc::invalid_argument, std::string(what) + " cannot be encoded: " + e.what()};
+  } catch (...) {
+    return {rpc_errc::invalid_argument, std::string(what) + " cannot be encoded"};
+  }
+}
 }  // namespace
 
 std::string undecodable_reply_message(std::string_view why) {
@@ -428,8 +449,8 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
           p->frame.append(attachment);
         }
       }
-    } catch (...) {  // bad_alloc
-      reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
+    } catch (...) {
+      reject(lk, call, encode_failure("the request"));
       return;
     }
     if (body + attachment.size() > config_.max_frame_size) {
@@ -453,9 +474,9 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
     protocol::encode_trace_prefix(*call->trace, pending_.extend(protocol::trace_prefix_size));
   try {
     encode.to_queue(encode.args, pending_);
-  } catch (...) {  // bad_alloc
+  } catch (...) {
     pending_.rollback(mark);
-    reject(lk, call, {rpc_errc::message_too_large, "out of memory encoding request"});
+    reject(lk, call, encode_failure("the request"));
     return;
   }
   const std::size_t body = pending_.mark() - mark - protocol::header_size;
@@ -837,9 +858,9 @@ rpc_error client_connection::send_item(client_stream* s, const request_encoder& 
   pending_.extend(protocol::header_size);
   try {
     encode.to_queue(encode.args, pending_);
-  } catch (...) {  // bad_alloc
+  } catch (...) {
     pending_.rollback(mark);
-    return {rpc_errc::message_too_large, "out of memory encoding a stream item"};
+    return encode_failure("a stream item");
   }
   const std::size_t body = pending_.mark() - mark - protocol::header_size;
   if (body > config_.max_frame_size) {

@@ -1,5 +1,9 @@
 // Hostile or broken bytes at the server: each gets a clear error where the protocol allows,
 // the bad connection closes, and every other client keeps being served.
+#include <map>
+#include <string>
+#include <variant>
+
 #include "test_support.hpp"
 
 namespace corvid_test {
@@ -201,6 +205,34 @@ TEST(bad_input, silent_connection_does_not_block_others_or_stop) {
   srv.server().stop();
   EXPECT_LT(std::chrono::steady_clock::now() - begin, 2s);  // not the 5 s stop_timeout
   EXPECT_TRUE(silent.closed_by_peer());
+}
+
+// A function only the client side names: the call below never reaches a server.
+int size_of(std::variant<int, std::map<int, int>> v) { return static_cast<int>(v.index()); }
+
+TEST(bad_input, an_argument_the_codec_refuses_fails_the_call_with_what_was_wrong) {
+  // A valueless variant has no alternative to encode: the call ends with that reason, not
+  // with "out of memory", and the connection goes on serving.
+  struct boom {
+    operator std::map<int, int>() const { throw std::runtime_error("no map today"); }
+  };
+  std::variant<int, std::map<int, int>> v;
+  EXPECT_THROW(v.emplace<1>(boom{}), std::runtime_error);
+  ASSERT_TRUE(v.valueless_by_exception());
+  test_server srv;
+  corvid::rpc_client client;
+  ASSERT_FALSE(corvid::sync_wait(connect(client, srv.endpoint())));
+  auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {
+    co_return co_await client.call<size_of>(v);
+  }());
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::invalid_argument) << r.error().message();
+  EXPECT_NE(r.error().message().find("cannot be encoded"), std::string::npos)
+      << r.error().message();
+  auto ok = corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {
+    co_return co_await client.call<add>(20, 22);
+  }());
+  EXPECT_EQ(ok.value_or(-1), 42);
 }
 
 }  // namespace
