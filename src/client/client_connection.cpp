@@ -10,6 +10,7 @@
 
 #include "corvid/codec/sink.hpp"
 #include "corvid/detail/buffer_range.hpp"
+#include "corvid/detail/recycled_handler.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
 #include "../protocol/trace_prefix.hpp"
@@ -608,14 +609,14 @@ void client_connection::kick_flush() {
     if (!dispatching_) flush();
     return;
   }
-  asio::post(reactor_, [self = shared_from_this()] { self->flush(); });
+  asio::post(reactor_, recycled([self = shared_from_this()] { self->flush(); }));
 }
 
 void client_connection::after_submit(bool kick, bool rearm) {
   if (kick) {
     kick_flush();  // flush() rearms the timer
   } else if (rearm) {
-    asio::post(reactor_, [self = shared_from_this()] { self->rearm_timer(); });
+    asio::post(reactor_, recycled([self = shared_from_this()] { self->rearm_timer(); }));
   }
 }
 
@@ -910,7 +911,7 @@ void client_connection::close_writes(client_stream* s) noexcept {
 
 void client_connection::resume_later(std::coroutine_handle<> h) noexcept {
   try {
-    asio::post(reactor_, [h] { h.resume(); });
+    asio::post(reactor_, recycled([h] { h.resume(); }));
   } catch (...) {  // no memory to post: resume here
     h.resume();
   }

@@ -1,26 +1,37 @@
 #include "corvid/protocol/frame_header.hpp"
 
+#include <bit>
 #include <cstring>
 #include <utility>
 
 namespace corvid::protocol {
 namespace {
 
-// Little-endian stores and loads, independent of host byte order and alignment.
+// Little-endian stores and loads, independent of host byte order and alignment: one memcpy
+// of the whole field (a plain move on x86), byte-swapped on a big-endian host. Byte by byte,
+// the header's fields cost a third of the server's instructions per small call.
 template <class T>
-void store_le(char* p, T v) noexcept {
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    p[i] = static_cast<char>(static_cast<std::uint8_t>(v >> (8 * i)));
-  }
-}
-template <class T>
-T load_le(const char* p) noexcept {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    v |= static_cast<T>(static_cast<T>(static_cast<std::uint8_t>(p[i])) << (8 * i));
+T to_le(T v) noexcept {
+  if constexpr (std::endian::native == std::endian::big) {
+    if constexpr (sizeof(T) == 2) return __builtin_bswap16(v);
+    if constexpr (sizeof(T) == 4) return __builtin_bswap32(v);
+    if constexpr (sizeof(T) == 8) return __builtin_bswap64(v);
   }
   return v;
 }
+template <class T>
+void store_le(char* p, T v) noexcept {
+  v = to_le(v);
+  std::memcpy(p, &v, sizeof v);
+}
+template <class T>
+T load_le(const char* p) noexcept {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return to_le(v);
+}
+static_assert(std::endian::native == std::endian::little || std::endian::native == std::endian::big,
+              "a mixed-endian host has no byte swap for the wire's little-endian fields");
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <asio/post.hpp>
 
 #include "corvid/detail/blocking_invoker.hpp"
+#include "corvid/detail/recycled_handler.hpp"
 
 namespace corvid::detail {
 
@@ -122,7 +123,7 @@ void post_blocking_completion(asio::io_context& reactor, void (*finish)(blocking
                               blocking_job* job) noexcept {
   for (;;) {
     try {
-      asio::post(reactor, [finish, job] { finish(job); });
+      asio::post(reactor, recycled([finish, job] { finish(job); }));
       return;
     } catch (...) {  // no memory for the handler: a worker may wait, the call must end
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

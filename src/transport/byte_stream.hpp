@@ -26,6 +26,7 @@
 #include <asio/write.hpp>
 
 #include "corvid/detail/buffer_range.hpp"
+#include "corvid/detail/recycled_handler.hpp"
 
 #include "../rdma/rdma_stream.hpp"
 #include "counting_transfer_all.hpp"
@@ -73,9 +74,9 @@ class byte_stream {
         if (cancel != nullptr) {
           socket_.async_read_some(
               asio::buffer(data, size),
-              asio::bind_cancellation_slot(cancel->slot(), std::forward<Handler>(done)));
+              asio::bind_cancellation_slot(cancel->slot(), recycled(std::forward<Handler>(done))));
         } else {
-          socket_.async_read_some(asio::buffer(data, size), std::forward<Handler>(done));
+          socket_.async_read_some(asio::buffer(data, size), recycled(std::forward<Handler>(done)));
         }
         return;
       case kind::tls:
@@ -96,7 +97,7 @@ class byte_stream {
     if (kind_ == kind::socket) [[likely]] {
       asio::async_write(socket_, buffer_range(buffers),
                         counting_transfer_all{writes, progress, moved},
-                        std::forward<Handler>(done));
+                        recycled(std::forward<Handler>(done)));
     } else if (kind_ == kind::tls) {
       tls_->async_write(buffers, writes, progress, moved, std::forward<Handler>(done));
     } else {

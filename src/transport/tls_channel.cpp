@@ -145,7 +145,8 @@ void tls_channel::async_read_some(char* data, std::size_t size, io_handler done)
   std::error_code ec;
   std::size_t n = 0;
   if (try_read(ec, n)) {  // from records already received: completes later, as a recv would
-    asio::post(socket_.get_executor(), [done = std::move(done), ec, n]() mutable { done(ec, n); });
+    asio::post(socket_.get_executor(),
+               recycled([done = std::move(done), ec, n]() mutable { done(ec, n); }));
     return;
   }
   read_socket(std::move(done));
@@ -209,7 +210,7 @@ void tls_channel::read_socket(io_handler done) {
   compact_input();
   socket_.async_read_some(
       asio::buffer(in_.get() + in_end_, in_room_ - in_end_),
-      [this, done = std::move(done)](const std::error_code& ec, std::size_t got) mutable {
+      recycled([this, done = std::move(done)](const std::error_code& ec, std::size_t got) mutable {
         if (ec) {
           done(ec, 0);
           return;
@@ -224,7 +225,7 @@ void tls_channel::read_socket(io_handler done) {
         } else {
           read_socket(std::move(done));  // not a whole record yet
         }
-      });
+      }));
 }
 
 bool tls_channel::reserve(std::size_t bytes) noexcept {
@@ -260,7 +261,7 @@ void tls_channel::async_write(const std::vector<asio::const_buffer>& buffers, st
   write_moved_ = moved;
   if (write_error_ || write_total_ == 0) {
     asio::post(socket_.get_executor(),
-               [done = std::move(done), ec = write_error_]() mutable { done(ec, 0); });
+               recycled([done = std::move(done), ec = write_error_]() mutable { done(ec, 0); }));
     return;
   }
   pump_write(std::move(done));

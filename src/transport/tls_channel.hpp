@@ -27,6 +27,7 @@
 #include <asio/ssl/context.hpp>
 #include <asio/write.hpp>
 
+#include "corvid/detail/recycled_handler.hpp"
 #include "corvid/memory/memory_tracker.hpp"
 
 #include "../runtime/io_handler.hpp"
@@ -88,14 +89,14 @@ class tls_channel {
     out_.clear();
     socket_writing_ = true;
     std::uint64_t* calls = write_calls_ != nullptr ? write_calls_ : &internal_writes_;
-    asio::async_write(
-        socket_, asio::buffer(sending_),
-        counting_transfer_all{calls, write_progress_, write_moved_},
-        [this, after = std::forward<After>(after)](const std::error_code& ec, std::size_t) mutable {
-          socket_writing_ = false;
-          sending_.clear();
-          after(ec);
-        });
+    asio::async_write(socket_, asio::buffer(sending_),
+                      counting_transfer_all{calls, write_progress_, write_moved_},
+                      recycled([this, after = std::forward<After>(after)](const std::error_code& ec,
+                                                                          std::size_t) mutable {
+                        socket_writing_ = false;
+                        sending_.clear();
+                        after(ec);
+                      }));
   }
 
   socket_type& socket_;

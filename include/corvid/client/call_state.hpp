@@ -126,6 +126,10 @@ class call_base : public pooled {
 };
 
 std::string undecodable_reply_message(std::string_view why);
+// What a call that never got a reply or an error answers (made when asked, not per call).
+inline rpc_error never_completed() {
+  return rpc_error(rpc_errc::cancelled, "call never completed");
+}
 
 // What an async_reply uses to cancel its call: the connection it was sent on.
 class call_canceller {
@@ -144,6 +148,7 @@ class call_state final : public call_base {
 
   void set_reply(rpc_errc status, std::string_view body,
                  std::string_view attachment) noexcept override {
+    set_ = true;
     try {
       if (status != rpc_errc::ok) {
         std::string message;
@@ -164,8 +169,14 @@ class call_state final : public call_base {
       result_ = unexpected(rpc_error(rpc_errc::message_too_large, "out of memory decoding reply"));
     }
   }
-  void set_error(rpc_error e) noexcept override { result_ = unexpected(std::move(e)); }
-  result_type take() { return std::move(result_); }
+  void set_error(rpc_error e) noexcept override {
+    set_ = true;
+    result_ = unexpected(std::move(e));
+  }
+  result_type take() {
+    if (!set_) return unexpected(never_completed());
+    return std::move(result_);
+  }
 
  private:
   static codec::decode_errc decode_value(std::string_view body, value_type& v) {
@@ -177,7 +188,11 @@ class call_state final : public call_base {
       return codec::decode(body, v);
     }
   }
-  result_type result_{unexpected(rpc_error(rpc_errc::cancelled, "call never completed"))};
+  // Until set_reply or set_error: take() answers never_completed(). Not stored here as an
+  // error with that message, which is longer than std::string's inline buffer: it cost every
+  // call a heap allocation.
+  result_type result_{unexpected(rpc_error(rpc_errc::cancelled))};
+  bool set_ = false;
 };
 
 // Specialisation detail: value_type for R = void without attachment.
@@ -186,6 +201,7 @@ class call_state<void, false> final : public call_base {
  public:
   using result_type = expected<void, rpc_error>;
   void set_reply(rpc_errc status, std::string_view body, std::string_view) noexcept override {
+    set_ = true;
     if (status != rpc_errc::ok) {
       std::string message;
       try {
@@ -199,11 +215,21 @@ class call_state<void, false> final : public call_base {
       result_ = result_type{};
     }
   }
-  void set_error(rpc_error e) noexcept override { result_ = unexpected(std::move(e)); }
-  result_type take() { return std::move(result_); }
+  void set_error(rpc_error e) noexcept override {
+    set_ = true;
+    result_ = unexpected(std::move(e));
+  }
+  result_type take() {
+    if (!set_) return unexpected(never_completed());
+    return std::move(result_);
+  }
 
  private:
-  result_type result_{unexpected(rpc_error(rpc_errc::cancelled, "call never completed"))};
+  // Until set_reply or set_error: take() answers never_completed(). Not stored here as an
+  // error with that message, which is longer than std::string's inline buffer: it cost every
+  // call a heap allocation.
+  result_type result_{unexpected(rpc_error(rpc_errc::cancelled))};
+  bool set_ = false;
 };
 
 }  // namespace detail

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "corvid/detail/recycling_allocator.hpp"
 #include "corvid/error.hpp"
 
 namespace corvid::detail {
@@ -82,7 +83,9 @@ class stream_inbox {
   std::int64_t unspent_;  // credit the sender has left, as far as what arrived tells
   const bool bare_strings_;
   mutable std::mutex mutex_;
-  std::deque<std::string> items_;
+  // On the thread's recycled blocks: a deque takes two blocks as it is made (its map and a
+  // first node), which were two heap allocations for every stream call.
+  std::deque<std::string, recycling_allocator<std::string>> items_;
   std::size_t buffered_ = 0;  // credit cost of items_
   std::size_t taken_ = 0;     // taken and not yet granted back
   bool ended_ = false;

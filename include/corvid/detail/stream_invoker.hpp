@@ -17,6 +17,7 @@
 #include <asio/post.hpp>
 
 #include "corvid/detail/handler_invoker.hpp"
+#include "corvid/detail/recycled_handler.hpp"
 #include "corvid/detail/stream_link.hpp"
 #include "corvid/detail/switch_to.hpp"
 #include "corvid/runtime/io_pool.hpp"
@@ -427,7 +428,9 @@ class stream_call final
   void end_call() noexcept {
     if (waiting_writable_) channel->forget_writable(this);
     request_context_access::stream(ctx) = nullptr;
-    static_cast<void>(end(rpc_error(rpc_errc::cancelled, "stream call ended"), true));
+    // No message: the handler that read this inbox has ended, and a message longer than
+    // std::string's inline buffer cost every stream call an allocation.
+    static_cast<void>(end(rpc_error(rpc_errc::cancelled), true));
     // Ended: its window, which started at stream_window(), grows no more.
     if constexpr (traits::streams_in) {
       channel->release_stream_growth(window() - channel->stream_window());
@@ -452,7 +455,8 @@ class stream_call final
       }
     };
     try {
-      asio::post(channel->reactor(), [ref = held(this), fn = std::move(fn)]() mutable { fn(); });
+      asio::post(channel->reactor(),
+                 recycled([ref = held(this), fn = std::move(fn)]() mutable { fn(); }));
       return true;
     } catch (...) {
       return false;

@@ -5,6 +5,7 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 
+#include "corvid/detail/recycled_handler.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
 namespace corvid::detail {
@@ -13,7 +14,7 @@ struct switch_to {
   asio::io_context& ctx;
   bool await_ready() const noexcept { return current_reactor() == &ctx; }
   void await_suspend(std::coroutine_handle<> h) const {
-    asio::post(ctx, [h] { h.resume(); });
+    asio::post(ctx, recycled([h] { h.resume(); }));
   }
   void await_resume() const noexcept {}
 };
