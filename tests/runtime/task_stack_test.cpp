@@ -9,6 +9,8 @@
 #include "corvid/sync_wait.hpp"
 #include "corvid/task.hpp"
 
+#include "chain_tasks.hpp"
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #error "symmetric transfer is no tail call under a sanitizer: leave this file out of the build"
 #endif
@@ -16,18 +18,9 @@
 namespace corvid {
 namespace {
 
-task<int> answer() { co_return 42; }
-
-task<int> depth(int n) {
-  if (n == 0) co_return 0;
-  co_return 1 + co_await depth(n - 1);
-}
-
-task<long> sequential(int n) {
-  long sum = 0;
-  for (int i = 0; i < n; ++i) sum += co_await answer();
-  co_return sum;
-}
+using test::answer;
+using test::depth;
+using test::sequential;
 
 // The address of the caller's stack frame: how deep the native stack is right now.
 [[gnu::noinline]] std::uintptr_t stack_depth_marker() {

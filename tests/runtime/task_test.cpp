@@ -18,10 +18,15 @@
 #include "corvid/runtime/sleep.hpp"
 #include "corvid/sync_wait.hpp"
 
+#include "chain_tasks.hpp"
+
 namespace corvid {
 namespace {
 
-task<int> answer() { co_return 42; }
+using test::answer;
+using test::depth;
+using test::sequential;
+
 task<std::string> greeting() { co_return std::string(100, 'x'); }  // heap-allocated string
 task<std::unique_ptr<int>> boxed(int v) { co_return std::make_unique<int>(v); }
 task<int> fail() {
@@ -93,17 +98,6 @@ TEST(Task, ExceptionPropagatesThroughSyncWait) {
     co_return co_await fail() + 1;
   };
   EXPECT_THROW(sync_wait(outer()), std::runtime_error);
-}
-
-task<int> depth(int n) {
-  if (n == 0) co_return 0;
-  co_return 1 + co_await depth(n - 1);
-}
-
-task<long> sequential(int n) {
-  long sum = 0;
-  for (int i = 0; i < n; ++i) sum += co_await answer();
-  co_return sum;
 }
 
 // Results of chains short enough to pass whether or not the compiler tail-calls.
