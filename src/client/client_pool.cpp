@@ -189,7 +189,9 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
         best->used = true;
         co_return l;
       }
-      if (may_connect) {
+      // With no connection up yet and one being made, wait for that one: a second connect
+      // for the same first calls would only leave an extra connection behind.
+      if (may_connect && (best != nullptr || connecting_ == 0)) {
         client_config cc = config_.client;
         cc.connect_timeout = config_.connect_timeout;
         // The server's reactor count, for the auto cap and spreading.

@@ -1,5 +1,6 @@
 // client_pool: few connections shared by many callers, surviving a server restart.
 #include <atomic>
+#include <latch>
 #include <thread>
 
 #include <asio/post.hpp>
@@ -161,6 +162,33 @@ TEST(pool, server_killed_and_restarted_mid_load) {
   // ~300 ms outage with back-off from 20 ms to 200 ms: a handful of attempts, not thousands.
   EXPECT_LE(pool->stats().connect_attempts, 30u) << pool->stats().connect_attempts;
   RecordProperty("errors_during_outage", errors.load());
+}
+
+TEST(pool, first_callers_wait_for_the_connection_being_made) {
+  // Callers that find no connection up while one is being made wait for it instead of each
+  // opening another: the pool must not start with a connection per early caller.
+  test_server srv;
+  corvid::pool_config cfg;
+  cfg.max_connections = 8;
+  cfg.spread_in_flight = 0;  // no spreading: one connection carries eight calls
+  auto pool = corvid::client_pool::create(srv.endpoint(), cfg);
+  constexpr int callers = 8;
+  std::latch go(callers);
+  std::atomic<int> answered{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < callers; ++i) {
+    threads.emplace_back([&, i] {
+      go.arrive_and_wait();
+      auto r = corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {
+        co_return co_await pool->call<add>(i, 1);
+      }());
+      if (r && *r == i + 1) ++answered;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(answered.load(), callers);
+  EXPECT_EQ(pool->stats().connect_attempts, 1u);
+  EXPECT_EQ(srv.server().connection_count(), 1u);
 }
 
 TEST(pool, idle_connections_are_reaped) {
