@@ -116,9 +116,6 @@ TEST(FrameAllocator, PooledMixinRecyclesObjects) {
 
 // A block allocated while the thread's cache is already destroyed (a thread_local destructor
 // running after it) must still be a full class-size block if another thread later caches it.
-// DISABLED: frame_allocator.cpp only rounds n up to the class size while the cache is alive,
-// so at -O1 this block is malloc(65) yet is later served for a 128-byte request. (At -O2 the
-// test passes for a worse reason: GCC drops the destructor's `alive = false` store as dead.)
 void* late_block = nullptr;
 struct allocate_at_thread_exit {
   int touched = 0;
