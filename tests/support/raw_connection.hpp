@@ -53,19 +53,15 @@ class raw_connection {
     send(request_frame<F>(id, timeout_ms, args...));
   }
   // A protocol ping (a control frame, answered by the connection itself with a pong).
-  void send_ping(std::uint64_t id) {
-    protocol::frame_header h;
-    h.type = protocol::msg_type::ping;
-    h.request_id = id;
-    std::string bytes(protocol::header_size, '\0');
-    protocol::encode_header(h, bytes.data());
-    send(bytes);
-  }
+  void send_ping(std::uint64_t id) { send_header_only(protocol::msg_type::ping, id); }
 
   // A cancel frame for the call `id` (what a client sends when it gives up on a call).
-  void send_cancel(std::uint64_t id) {
+  void send_cancel(std::uint64_t id) { send_header_only(protocol::msg_type::cancel, id); }
+
+  // A frame that is a header alone, of `type`, for `id`.
+  void send_header_only(protocol::msg_type type, std::uint64_t id) {
     protocol::frame_header h;
-    h.type = protocol::msg_type::cancel;
+    h.type = type;
     h.request_id = id;
     std::string bytes(protocol::header_size, '\0');
     protocol::encode_header(h, bytes.data());
