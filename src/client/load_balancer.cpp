@@ -1,25 +1,28 @@
+// load_balancer: membership. Every change (add, remove, a discovery update) builds a new view
+// under mutex_ and publishes it; calls (lb_pick.cpp) only ever load the current view.
 #include "corvid/client/load_balancer.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include <cstdio>
 #include <unordered_map>
+
+#include "corvid/detail/detached.hpp"
+#include "corvid/runtime/sleep.hpp"
 
 #include "../discovery/endpoint_source.hpp"
 #include "client_metrics_access.hpp"
-#include "hash_ring.hpp"
 #include "health_follower.hpp"
+#include "lb_view.hpp"
 
 namespace corvid {
 
-using steady = std::chrono::steady_clock;
-
 load_balancer::load_balancer(lb_config config)
-    : config_(std::move(config)), ring_(std::make_unique<detail::hash_ring>()) {}
+    : config_(std::move(config)), view_(std::make_shared<const view>()) {}
 
 load_balancer::~load_balancer() {
   source_.reset();  // its thread hands endpoints to this balancer: it goes first
   // Each watch ends on its reactor soon after; it holds its node (and pool) until then.
-  for (auto& n : nodes_) unfollow(*n);
+  for (auto& n : view_.load()->nodes) retire(*n);
 }
 
 std::shared_ptr<load_balancer> load_balancer::create(std::vector<lb_endpoint> endpoints,
@@ -38,10 +41,46 @@ task<expected<std::shared_ptr<load_balancer>, rpc_error>> load_balancer::open(st
                                        });
   if (!source) co_return unexpected(std::move(source).error());
   lb->source_ = std::move(*source);
+  lb->source_ptr_.store(lb->source_.get(), std::memory_order_release);
   co_return lb;
 }
 
-std::shared_ptr<load_balancer::node> load_balancer::make_node(lb_endpoint endpoint) {
+namespace {
+
+// Until a joining endpoint has answered once it takes calls only when no endpoint that has
+// is usable. Its pool's first connect is the answer; retried with the pool's back-off until
+// it answers or leaves the balancer (the node is held only while a connect runs).
+template <class Node>
+detail::detached warm_up(std::weak_ptr<Node> weak, pool_config config) {
+  auto pause = config.reconnect_backoff_initial;
+  for (;;) {
+    std::shared_ptr<client_pool> pool;
+    {
+      auto n = weak.lock();
+      if (!n || n->removed.load(std::memory_order_relaxed)) co_return;
+      if (n->proven.load(std::memory_order_relaxed)) co_return;  // its watch or a call was first
+      pool = n->pool;
+    }
+    bool ok = false;
+    try {
+      auto lease = co_await pool->acquire();
+      ok = lease.has_value();
+    } catch (...) {
+      ok = false;  // out of memory: try again later
+    }
+    pool.reset();
+    if (ok) {
+      if (auto n = weak.lock()) n->proven.store(true, std::memory_order_relaxed);
+      co_return;
+    }
+    co_await sleep_for(pause);
+    pause = std::min(pause * 2, config.reconnect_backoff_max);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<load_balancer::node> load_balancer::make_node(lb_endpoint endpoint, bool trusted) {
   auto n = std::make_shared<node>();
   n->pool = client_pool::create(endpoint.address, config_.pool);
   // config_ holds the metrics object, and so the counters, for the balancer's lifetime.
@@ -51,7 +90,10 @@ std::shared_ptr<load_balancer::node> load_balancer::make_node(lb_endpoint endpoi
   n->endpoint = std::move(endpoint);
   if (n->endpoint.weight == 0) n->endpoint.weight = 1;
   if (n->endpoint.id.empty()) n->endpoint.id = n->endpoint.address;
+  n->weight.store(n->endpoint.weight, std::memory_order_relaxed);
+  n->proven.store(trusted, std::memory_order_relaxed);
   follow(n);
+  if (!trusted) warm_up(std::weak_ptr<node>(n), config_.pool);
   return n;
 }
 
@@ -62,45 +104,62 @@ void load_balancer::follow(const std::shared_ptr<node>& n) {
       n->pool, std::shared_ptr<detail::endpoint_health>(n, &n->health), config_.pool);
 }
 
-void load_balancer::unfollow(node& n) {
+void load_balancer::retire(node& n) {
+  {
+    std::lock_guard lk(n.mutex);
+    n.removed.store(true, std::memory_order_relaxed);
+    restore_locked(n);  // out of every view from now: its ejection counts no more
+  }
   if (n.follower) n.follower->stop();
 }
 
-bool load_balancer::readmitted(node& n) {
-  if (!n.health.serving_again.exchange(false, std::memory_order_relaxed)) return false;
-  n.ejections = 0;
-  n.ejected_until = {};
-  return true;
+void load_balancer::publish_locked(std::vector<std::shared_ptr<node>> nodes,
+                                   steady::time_point hold_until) {
+  // A stable order (by id): round robin and the ring do not depend on hand-over order.
+  std::sort(nodes.begin(), nodes.end(),
+            [](const auto& a, const auto& b) { return a->endpoint.id < b->endpoint.id; });
+  auto v = std::make_shared<view>();
+  if (config_.policy == lb_policy::consistent_hash) {
+    std::vector<std::string> ids;
+    ids.reserve(nodes.size());
+    for (const auto& n : nodes) ids.push_back(n->endpoint.id);
+    v->ring.build(ids);
+  }
+  v->nodes = std::move(nodes);
+  v->hold_until = hold_until;
+  view_.store(std::move(v), std::memory_order_release);
 }
 
-void load_balancer::rebuild_ring_locked() {
-  if (config_.policy != lb_policy::consistent_hash) return;
-  std::vector<std::string> ids;
-  ids.reserve(nodes_.size());
-  for (const auto& n : nodes_) ids.push_back(n->endpoint.id);
-  ring_->build(ids);
-}
-
-void load_balancer::add_endpoint(lb_endpoint endpoint) {
-  auto n = make_node(std::move(endpoint));
+bool load_balancer::add_endpoint(lb_endpoint endpoint) {
   std::lock_guard lk(mutex_);
-  nodes_.push_back(std::move(n));
-  rebuild_ring_locked();
+  auto nodes = view_.load(std::memory_order_acquire)->nodes;
+  const bool known = std::any_of(nodes.begin(), nodes.end(), [&](const auto& n) {
+    return n->endpoint.address == endpoint.address;
+  });
+  if (known) return false;
+  if (nodes.size() >= config_.max_endpoints) {
+    rejected_over_limit_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  nodes.push_back(make_node(std::move(endpoint), true));  // named by the user: trusted
+  publish_locked(std::move(nodes), {});
+  return true;
 }
 
 bool load_balancer::remove_endpoint(const std::string& address) {
   std::vector<std::shared_ptr<node>> gone;
   {
     std::lock_guard lk(mutex_);
-    // Calls in flight hold their node (and so its pool) until they end.
-    std::erase_if(nodes_, [&](const auto& n) {
+    auto nodes = view_.load(std::memory_order_acquire)->nodes;
+    // Calls in flight hold the view they picked from (and so the node) until they end.
+    std::erase_if(nodes, [&](const auto& n) {
       if (n->endpoint.address != address) return false;
       gone.push_back(n);
       return true;
     });
-    if (!gone.empty()) rebuild_ring_locked();
+    if (!gone.empty()) publish_locked(std::move(nodes), {});
   }
-  for (auto& n : gone) unfollow(*n);
+  for (auto& n : gone) retire(*n);
   return !gone.empty();
 }
 
@@ -108,190 +167,106 @@ void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
   // One node per address (a restarted server may briefly be registered twice); an endpoint
   // that stays keeps its node: its pool, connections and ejection state.
   std::unordered_map<std::string, lb_endpoint> wanted;
+  std::vector<std::string> order;  // the source's order, for who gets the free places
   for (auto& e : endpoints) {
     if (e.id.empty()) e.id = e.address;
-    wanted.try_emplace(e.address, std::move(e));
+    std::string address = e.address;
+    if (wanted.try_emplace(address, std::move(e)).second) order.push_back(std::move(address));
   }
   std::vector<std::shared_ptr<node>> gone;
+  std::size_t over_limit = 0;
   {
     std::lock_guard lk(mutex_);
-    std::erase_if(nodes_, [&](const auto& n) {
-      if (wanted.contains(n->endpoint.address)) return false;
-      gone.push_back(n);
-      return true;
-    });
-    for (auto& n : nodes_) {
+    auto current = view_.load(std::memory_order_acquire);
+    if (wanted.empty() && !current->nodes.empty() && config_.empty_update_grace.count() > 0) {
+      // A registry that lost its leases for a moment, or a file caught half-written: keep
+      // serving with what worked until the grace ends or a non-empty update arrives.
+      if (current->hold_until == steady::time_point{}) {
+        empty_updates_held_.fetch_add(1, std::memory_order_relaxed);
+        std::fprintf(
+            stderr, "corvid: discovery listed no endpoint; keeping the last %zu for %lld ms\n",
+            current->nodes.size(), static_cast<long long>(config_.empty_update_grace.count()));
+        publish_locked(current->nodes, steady::now() + config_.empty_update_grace);
+      }
+      return;
+    }
+    // The balancer's first endpoints are all it has: they are trusted. Later ones earn calls.
+    const bool first = current->nodes.empty();
+    std::vector<std::shared_ptr<node>> nodes;
+    nodes.reserve(std::min(wanted.size(), config_.max_endpoints));
+    for (const auto& n : current->nodes) {
       auto it = wanted.find(n->endpoint.address);
+      if (it == wanted.end()) {
+        gone.push_back(n);
+        continue;
+      }
+      n->weight.store(std::max(1u, it->second.weight), std::memory_order_relaxed);
       n->endpoint.weight = std::max(1u, it->second.weight);
       // Another instance at the same address (a restarted server): its watch need not wait
       // out the back-off it built up while the old one went away.
       if (n->endpoint.id != it->second.id && n->follower) n->follower->retry_now();
       n->endpoint.id = it->second.id;
       wanted.erase(it);
+      nodes.push_back(n);  // endpoints already followed keep their place before new ones
     }
-    for (auto& [address, e] : wanted) nodes_.push_back(make_node(std::move(e)));
-    // A stable order (by id): round robin and the ring do not depend on hand-over order.
-    std::sort(nodes_.begin(), nodes_.end(),
-              [](const auto& a, const auto& b) { return a->endpoint.id < b->endpoint.id; });
-    rebuild_ring_locked();
+    for (const auto& address : order) {
+      auto it = wanted.find(address);
+      if (it == wanted.end()) continue;
+      if (nodes.size() >= config_.max_endpoints) {
+        ++over_limit;
+        continue;
+      }
+      nodes.push_back(make_node(std::move(it->second), first));
+    }
+    publish_locked(std::move(nodes), {});
   }
-  for (auto& n : gone) unfollow(*n);
+  if (over_limit > 0) {
+    rejected_over_limit_.fetch_add(over_limit, std::memory_order_relaxed);
+    std::fprintf(stderr,
+                 "corvid: discovery listed %zu endpoints over lb_config::max_endpoints (%zu); "
+                 "they are not followed\n",
+                 over_limit, config_.max_endpoints);
+  }
+  for (auto& n : gone) retire(*n);
+}
+
+void load_balancer::expire_hold(const view* held) {
+  std::vector<std::shared_ptr<node>> gone;
+  {
+    std::lock_guard lk(mutex_);
+    auto current = view_.load(std::memory_order_acquire);
+    if (current.get() != held) return;  // an update came first
+    gone = current->nodes;
+    publish_locked({}, {});
+  }
+  for (auto& n : gone) retire(*n);
 }
 
 std::vector<lb_endpoint> load_balancer::endpoints() const {
-  std::lock_guard lk(mutex_);
+  std::lock_guard lk(mutex_);  // ids and weights change under it
   std::vector<lb_endpoint> out;
-  out.reserve(nodes_.size());
-  for (const auto& n : nodes_) out.push_back(n->endpoint);
+  for (const auto& n : view_.load(std::memory_order_acquire)->nodes) out.push_back(n->endpoint);
   return out;
 }
 
-expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view hash_key,
-                                                               const node* avoid) {
-  std::lock_guard lk(mutex_);
-  if (nodes_.empty()) return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoints"));
-  const auto now = steady::now();
-  std::vector<node*> healthy;
-  healthy.reserve(nodes_.size());
-  for (auto& n : nodes_) {
-    n->usable = (n->ejected_until <= now || readmitted(*n)) && !n->probing && n.get() != avoid &&
-                !n->health.not_serving.load(std::memory_order_relaxed);
-    if (n->usable) healthy.push_back(n.get());
-  }
-  if (healthy.empty()) {
-    // Every endpoint says it is not serving (or draining): better to try them than to fail
-    // every call here.
-    for (auto& n : nodes_) {
-      n->usable = (n->ejected_until <= now || readmitted(*n)) && !n->probing && n.get() != avoid;
-      if (n->usable) healthy.push_back(n.get());
-    }
-  }
-  auto shared = [&](node* raw, bool probe) {
-    for (auto& n : nodes_) {
-      if (n.get() == raw) return picked{n, probe};
-    }
-    return picked{};
-  };
-  // An ejected endpoint whose back-off has passed gets exactly one probe.
-  for (auto* n : healthy) {
-    if (n->ejections > 0) {
-      n->probing = true;
-      return shared(n, true);
-    }
-  }
-  if (healthy.empty()) {
-    return unexpected(
-        rpc_error(rpc_errc::connect_failed, "every endpoint is ejected after connection failures"));
-  }
-  node* chosen = nullptr;
-  switch (config_.policy) {
-    case lb_policy::round_robin:
-      chosen = healthy[next_++ % healthy.size()];
-      break;
-    case lb_policy::weighted_round_robin: {
-      // Smooth weighted round robin: spreads an endpoint's share evenly over time.
-      long long total = 0;
-      for (auto* n : healthy) {
-        n->current_weight += n->endpoint.weight;
-        total += n->endpoint.weight;
-        if (chosen == nullptr || n->current_weight > chosen->current_weight) chosen = n;
-      }
-      chosen->current_weight -= total;
-      break;
-    }
-    case lb_policy::random:
-      chosen = healthy[std::uniform_int_distribution<std::size_t>(0, healthy.size() - 1)(rng_)];
-      break;
-    case lb_policy::consistent_hash:
-      if (!hash_key.empty() && !ring_->empty()) {
-        std::size_t total = 0;
-        for (auto* n : healthy) total += n->in_flight.load(std::memory_order_relaxed);
-        // Bounded load: at most ceil(c * average) calls in flight, this one counted.
-        const auto cap = static_cast<std::size_t>(
-            std::ceil(std::max(1.0, config_.hash_load_factor) * static_cast<double>(total + 1) /
-                      static_cast<double>(healthy.size())));
-        const auto i = ring_->find(detail::hash_ring::hash(hash_key), [&](std::size_t owner) {
-          const node& n = *nodes_[owner];
-          return n.usable && n.in_flight.load(std::memory_order_relaxed) + 1 <= cap;
-        });
-        if (i >= 0) {
-          chosen = nodes_[static_cast<std::size_t>(i)].get();
-          break;
-        }
-      }
-      [[fallthrough]];  // no key: power of two choices
-    case lb_policy::power_of_two_choices: {
-      std::uniform_int_distribution<std::size_t> d(0, healthy.size() - 1);
-      node* a = healthy[d(rng_)];
-      node* b = healthy[d(rng_)];
-      chosen = a->in_flight.load(std::memory_order_relaxed) <=
-                       b->in_flight.load(std::memory_order_relaxed)
-                   ? a
-                   : b;
-      break;
-    }
-  }
-  // Counted here, under the lock: concurrent picks see each other's calls (the load bound).
-  chosen->in_flight.fetch_add(1, std::memory_order_relaxed);
-  return shared(chosen, false);
-}
-
-task<bool> load_balancer::probe(std::shared_ptr<node> n) {
-  const auto timeout = std::max(config_.eject_base, std::chrono::milliseconds(100));
-  auto r = co_await n->pool->call_for<&health_service::check>(timeout);
-  // A server from before the health method still answered: it is reachable.
-  const bool reachable = r || r.error().code() == rpc_errc::function_not_found;
-  const bool serving = !r || *r == health_status::serving;
-  n->health.not_serving.store(reachable && !serving, std::memory_order_relaxed);
-  // Unanswered (timeout included) re-ejects it, with a longer back-off.
-  report(*n, true, reachable ? rpc_errc::ok : rpc_errc::connect_failed);
-  co_return reachable&& serving;
-}
-
-void load_balancer::report(node& n, bool probe, rpc_errc result) {
-  n.calls.fetch_add(1, std::memory_order_relaxed);
-  // Only failures to reach the endpoint count against it; a handler error is an answer.
-  const bool unreachable =
-      result == rpc_errc::connect_failed || result == rpc_errc::connection_closed;
-  const bool timed_out = result == rpc_errc::timeout;
-  const auto now = steady::now();
-  std::lock_guard lk(mutex_);
-  if (probe) n.probing = false;
-  if (!unreachable && !timed_out) {
-    n.timeouts_in_a_row = 0;
-    // A success restores the endpoint: a probe's, or one that was in flight when it was
-    // ejected (the endpoint answered after all).
-    n.ejections = 0;
-    n.ejected_until = {};
-    return;
-  }
-  n.failures.fetch_add(1, std::memory_order_relaxed);
-  if (n.metrics != nullptr) n.metrics->failures.fetch_add(1, std::memory_order_relaxed);
-  if (unreachable && source_) source_->refresh_soon();  // DNS: look the name up again
-  if (timed_out &&
-      (config_.eject_after_timeouts == 0 || ++n.timeouts_in_a_row < config_.eject_after_timeouts)) {
-    return;
-  }
-  // Calls in flight when the endpoint failed all fail together; while it is ejected they
-  // belong to the same episode and must not stretch the back-off. A failed probe does.
-  if (!probe && n.ejected_until > now) return;
-  n.timeouts_in_a_row = 0;
-  // What its watch said before this failure does not bring it back; what it says next does.
-  n.health.serving_again.store(false, std::memory_order_relaxed);
-  ++n.ejections;
-  if (n.metrics != nullptr) n.metrics->ejections.fetch_add(1, std::memory_order_relaxed);
-  const auto shift = std::min(n.ejections - 1, 16u);
-  n.ejected_until = now + std::min(config_.eject_base * (1 << shift), config_.eject_max);
+lb_stats load_balancer::balancer_stats() const {
+  auto v = view_.load(std::memory_order_acquire);
+  lb_stats s;
+  s.endpoints = v->nodes.size();
+  s.rejected_over_limit = rejected_over_limit_.load(std::memory_order_relaxed);
+  s.empty_updates_held = empty_updates_held_.load(std::memory_order_relaxed);
+  s.holding_empty_update = v->hold_until != steady::time_point{};
+  return s;
 }
 
 std::vector<lb_endpoint_stats> load_balancer::stats() const {
-  std::lock_guard lk(mutex_);
+  auto v = view_.load(std::memory_order_acquire);
   std::vector<lb_endpoint_stats> out;
-  const auto now = steady::now();
-  for (const auto& n : nodes_) {
+  const auto now = steady::now().time_since_epoch().count();
+  for (const auto& n : v->nodes) {
     out.push_back({n->endpoint.address, n->calls.load(), n->failures.load(),
-                   n->ejected_until > now || n->probing, n->in_flight.load(),
-                   n->health.not_serving.load(), n->health.watched.load()});
+                   n->ejected_until.load() > now || n->probing.load(), n->in_flight.load(),
+                   n->health.not_serving.load(), n->health.watched.load(), n->proven.load()});
   }
   return out;
 }

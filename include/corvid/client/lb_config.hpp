@@ -2,6 +2,7 @@
 // A load_balancer's settings and the endpoints it is given (load_balancer.hpp): what a
 // balancer's endpoint sources (src/discovery) need, without the balancer itself.
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "corvid/client/pool_config.hpp"
@@ -50,6 +51,19 @@ struct lb_config {
   // delivers it, and one ejected after failures returns as soon as its watch says serving.
   // false: no watch; ejected endpoints are still probed with the health method.
   bool follow_health = true;
+  // At most this many endpoints are followed. Discovery entries beyond it are rejected (and
+  // counted, corvid_discovery_rejected_total{reason="over_limit"}); endpoints already followed
+  // keep their place before new ones, so a flood of registry keys cannot push out the servers
+  // that are answering. add_endpoint() past it is refused the same way.
+  std::size_t max_endpoints = 2048;
+  // A registry value (etcd) larger than this is rejected unread: an instance's description
+  // is a few hundred bytes.
+  std::size_t max_registry_value_bytes = 4096;
+  // An update from discovery that removes every endpoint keeps the last good set for this
+  // long (a registry that lost its leases, an empty file being rewritten): gRPC's balancers
+  // treat an empty address list as a resolver error too. A non-empty update ends it at once;
+  // 0 = apply an empty update at once.
+  std::chrono::milliseconds empty_update_grace{30000};
   // open("file://..."): how often the file is checked for a change.
   std::chrono::milliseconds file_poll_interval{250};
   // open("dns://..."): the DNS server ("127.0.0.1:5353"; empty = the system's resolv.conf)

@@ -4,7 +4,9 @@
 // call of the health method (protocol/health.hpp) and restored when it answers serving. Each
 // endpoint's health watch is followed (lb_config::follow_health): one not serving or draining
 // gets no new calls, and an ejected one returns once its watch says serving.
-// Endpoints can be added and removed while running, or followed by name (open()).
+// Endpoints can be added and removed while running, or followed by name (open()). Calls read a
+// published snapshot of the endpoints: membership changes and ring rebuilds build a new one
+// off the call path and swap it in, so a registry update never blocks a call.
 //
 //   auto lb = corvid::load_balancer::create({{"10.0.0.1:9000"}, {"10.0.0.2:9000", 2}}, cfg);
 //   auto r = co_await lb->call<echo>("hello");          // or call_for / call_with
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -41,6 +44,16 @@ struct endpoint_health {
 };
 }  // namespace detail
 
+// The balancer as a whole.
+struct lb_stats {
+  std::size_t endpoints = 0;
+  // Discovery entries not followed because max_endpoints were followed already.
+  std::uint64_t rejected_over_limit = 0;
+  // Updates that removed every endpoint and were held for empty_update_grace.
+  std::uint64_t empty_updates_held = 0;
+  bool holding_empty_update = false;  // one is held now
+};
+
 struct lb_endpoint_stats {
   std::string address;
   std::uint64_t calls = 0;  // calls routed to it
@@ -49,6 +62,7 @@ struct lb_endpoint_stats {
   std::size_t in_flight = 0;
   bool not_serving = false;  // its health method said not_serving or draining
   bool watched = false;      // its health watch is open (lb_config::follow_health)
+  bool proven = false;       // has answered once (or was named by the user)
 };
 
 class load_balancer : public std::enable_shared_from_this<load_balancer> {
@@ -60,112 +74,161 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
   // line, re-read on change) or "dns://name:port" (re-resolved every dns_refresh_interval and
   // after an endpoint fails). The first lookup happens here, on the caller's thread (bounded
   // by a 2 s timeout), so a bad name or an unreachable registry is this call's error; after
-  // that, an origin out of reach leaves the endpoints as they were last known.
+  // that, an origin out of reach leaves the endpoints as they were last known. Endpoints that
+  // join later take calls only once they have answered (a connect or their health watch),
+  // while others that have answered are usable.
   static task<expected<std::shared_ptr<load_balancer>, rpc_error>> open(std::string url,
                                                                         lb_config config = {});
   ~load_balancer();
   // The endpoints followed now.
   std::vector<lb_endpoint> endpoints() const;
-  void add_endpoint(lb_endpoint endpoint);
+  // False when lb_config::max_endpoints are followed already (or the address is followed).
+  bool add_endpoint(lb_endpoint endpoint);
   // Stops routing to it; its pool (and connections) go away once calls on it have ended.
   bool remove_endpoint(const std::string& address);
 
   // The pool's calls, on the endpoint the policy picks. A call that could not reach its
   // endpoint (connect_failed, or rpc_error::request_unsent()) is sent once more, elsewhere:
-  // each attempt gets its own copy of the arguments.
+  // each attempt gets its own copy of the arguments. The call's deadline (its timeout, or
+  // the pool's request_timeout) covers every attempt, and any probe it waits for.
   template <auto F, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
     co_return co_await routed<expected<detail::client_result_t<F>, rpc_error>>(
-        [&](client_pool& p) { return p.template call<F>(args...); });
+        [&](client_pool& p, std::chrono::milliseconds t) {
+          return t.count() < 0 ? p.template call<F>(args...) : p.template call_for<F>(t, args...);
+        },
+        std::chrono::milliseconds(-1));
   }
   template <auto F, class Rep, class Period, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call_for(
       std::chrono::duration<Rep, Period> timeout, Args... args) {
     co_return co_await routed<expected<detail::client_result_t<F>, rpc_error>>(
-        [&](client_pool& p) { return p.template call_for<F>(timeout, args...); });
+        [&](client_pool& p, std::chrono::milliseconds t) {
+          return t.count() < 0 ? p.template call_for<F>(timeout, args...)
+                               : p.template call_for<F>(t, args...);
+        },
+        std::chrono::ceil<std::chrono::milliseconds>(timeout));
   }
   template <auto F, class... Args>
   task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
       call_options options, Args... args) {
     co_return co_await routed<expected<with_attachment<detail::client_result_t<F>>, rpc_error>>(
-        [&](client_pool& p) { return p.template call_with<F>(options, args...); },
-        options.hash_key);
+        [&](client_pool& p, std::chrono::milliseconds t) {
+          call_options o = options;
+          if (t.count() >= 0) o.timeout = t;  // else: no deadline, as the caller asked
+          return p.template call_with<F>(o, args...);
+        },
+        options.timeout, options.hash_key);
   }
 
   // Streams, opened on the endpoint the policy picks (a failure to open counts against it).
   template <auto F, class... Args>
   task<expected<stream_reader_t<F>, rpc_error>> stream(Args... args) {
     co_return co_await routed<expected<stream_reader_t<F>, rpc_error>>(
-        [&](client_pool& p) { return p.template stream<F>(args...); });
+        [&](client_pool& p, std::chrono::milliseconds) { return p.template stream<F>(args...); },
+        std::chrono::milliseconds(0));
   }
   template <auto F, class... Args>
   task<expected<open_stream_t<F>, rpc_error>> open_stream(Args... args) {
     co_return co_await routed<expected<open_stream_t<F>, rpc_error>>(
-        [&](client_pool& p) { return p.template open_stream<F>(args...); });
+        [&](client_pool& p, std::chrono::milliseconds) {
+          return p.template open_stream<F>(args...);
+        },
+        std::chrono::milliseconds(0));
   }
 
   std::vector<lb_endpoint_stats> stats() const;
+  lb_stats balancer_stats() const;
 
  private:
+  using steady = std::chrono::steady_clock;
   struct node {
-    lb_endpoint endpoint;
+    lb_endpoint endpoint;  // address fixed; id and weight change under the balancer's mutex
     std::shared_ptr<client_pool> pool;
+    std::atomic<unsigned> weight{1};
     std::atomic<std::size_t> in_flight{0};
     std::atomic<std::uint64_t> calls{0}, failures{0};
     detail::endpoint_health health;
     metrics::lb_counters* metrics = nullptr;            // null: metrics off
     std::shared_ptr<detail::health_follower> follower;  // null: follow_health off
-    // Under the balancer's mutex:
-    std::chrono::steady_clock::time_point ejected_until{};
-    unsigned ejections = 0;
-    unsigned timeouts_in_a_row = 0;
-    bool probing = false;  // a probe call is out; others still avoid the endpoint
-    long long current_weight = 0;
-    bool usable = false;  // pick()'s scratch: may take this call
+    // Has answered (a connect, a call or its health watch), or was named by the user: only
+    // then does it take calls while others that have answered are usable.
+    std::atomic<bool> proven{false};
+    std::atomic<bool> removed{false};  // left the balancer: its warm-up stops
+    // Ejection state, read by pick() without a lock; written under `mutex` (failures only).
+    std::atomic<steady::rep> ejected_until{0};  // steady ticks; 0 = not ejected
+    std::atomic<unsigned> ejections{0};
+    std::atomic<unsigned> timeouts_in_a_row{0};
+    std::atomic<bool> probing{false};  // a probe call is out; others still avoid the endpoint
+    std::mutex mutex;
+    long long current_weight = 0;  // weighted_round_robin, under the balancer's wrr_mutex_
   };
+  struct view;  // the published set: nodes in a stable order and their ring
   struct picked {
-    std::shared_ptr<node> n;
-    bool probe = false;  // the one call that decides whether an ejected endpoint returns
+    std::shared_ptr<const view> v;  // holds the node (and its pool) while the call runs
+    node* n = nullptr;
+    bool probe = false;  // no other endpoint is usable: the call waits for this probe
   };
   explicit load_balancer(lb_config config);
   // `avoid`: an endpoint the call could not reach a moment ago.
   expected<picked, rpc_error> pick(std::string_view hash_key, const node* avoid);
+  node* pick_among(const view& v, std::string_view hash_key, const node* avoid,
+                   steady::time_point now, int level);
   void report(node& n, bool probe, rpc_errc result);
   // The probe of an ejected endpoint: its health method, so no user call risks a dead one.
-  task<bool> probe(std::shared_ptr<node> n);
-  std::shared_ptr<node> make_node(lb_endpoint endpoint);
-  void rebuild_ring_locked();
+  // Runs in the background while other endpoints are usable; a call that has only this
+  // endpoint left waits for it, at most `timeout`.
+  task<bool> probe(std::shared_ptr<const view> v, node* n, std::chrono::milliseconds timeout);
+  void start_probe(std::shared_ptr<const view> v, node* n);
+  std::shared_ptr<node> make_node(lb_endpoint endpoint, bool trusted);
+  // Builds and publishes a view of `nodes` (sorted here); under mutex_.
+  void publish_locked(std::vector<std::shared_ptr<node>> nodes, steady::time_point hold_until);
   // What open()'s source hands over: the whole set, applied as a difference.
   void set_endpoints(std::vector<lb_endpoint> endpoints);
-  // The node's health watch (follow_health); stop it once the node has left nodes_.
+  // An empty update held past lb_config::empty_update_grace is applied now.
+  void expire_hold(const view* held);
+  // The node's health watch (follow_health); stop it once the node has left the view.
   void follow(const std::shared_ptr<node>& n);
-  static void unfollow(node& n);
-  // Under mutex_: an ejected node whose watch has said serving since is ejected no more.
-  static bool readmitted(node& n);
+  void retire(node& n);
+  // An ejected node whose watch has said serving since is ejected no more.
+  bool readmitted(node& n);
+  // Under n.mutex: ends n's ejection.
+  void restore_locked(node& n);
+  // Milliseconds left before `deadline` (at least 1), or -1 when there is none.
+  static std::chrono::milliseconds left(std::optional<steady::time_point> deadline);
 
   template <class R, class Invoke>
-  task<R> routed(Invoke invoke, std::string_view hash_key = {}) {
-    std::shared_ptr<node> avoid;
+  task<R> routed(Invoke invoke, std::chrono::milliseconds timeout, std::string_view hash_key = {}) {
+    // negative: the pool's request_timeout; 0: none.
+    if (timeout.count() < 0) timeout = config_.pool.client.request_timeout;
+    std::optional<steady::time_point> deadline;
+    if (timeout.count() > 0) deadline = steady::now() + timeout;
+    const node* avoid = nullptr;
+    std::shared_ptr<const view> avoid_view;  // keeps `avoid` alive between attempts
     for (int attempt = 0, probes = 0;;) {
-      auto p = pick(hash_key, avoid.get());
+      auto p = pick(hash_key, avoid);
       if (!p) co_return unexpected(std::move(p).error());
       // A failed probe re-ejects the endpoint, so the next pick goes elsewhere.
-      if (p->probe && !co_await probe(p->n)) {
-        if (++probes > 8) {
+      if (p->probe && !co_await probe(p->v, p->n, left(deadline))) {
+        if (++probes > 8 || (deadline && steady::now() >= *deadline)) {
           co_return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoint answers"));
         }
         continue;
       }
-      node& n = *p->n;  // p holds the node (and its pool) until the call ends
+      if (deadline && steady::now() >= *deadline) {
+        co_return unexpected(rpc_error(rpc_errc::timeout, "deadline passed before a retry"));
+      }
+      node& n = *p->n;
       if (p->probe) n.in_flight.fetch_add(1, std::memory_order_relaxed);  // pick() counts others
-      R r = co_await invoke(*n.pool);
+      R r = co_await invoke(*n.pool, left(deadline));
       n.in_flight.fetch_sub(1, std::memory_order_relaxed);
       report(n, false, r.has_value() ? rpc_errc::ok : r.error().code());
       // A call that never reached its server (it stopped, died, or refused the connection)
       // is safe to send once more, to another endpoint.
       if (!r && attempt == 0 &&
           (r.error().code() == rpc_errc::connect_failed || r.error().request_unsent())) {
-        avoid = std::move(p->n);
+        avoid = p->n;
+        avoid_view = std::move(p->v);
         ++attempt;
         continue;
       }
@@ -174,12 +237,16 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
   }
 
   const lb_config config_;
-  mutable std::mutex mutex_;
-  std::vector<std::shared_ptr<node>> nodes_;
-  std::unique_ptr<detail::hash_ring> ring_;  // nodes_' ids, in nodes_' order
-  std::size_t next_ = 0;
-  std::minstd_rand rng_{std::random_device{}()};
-  std::unique_ptr<discovery::endpoint_source> source_;  // open(); stopped first
+  mutable std::mutex mutex_;  // membership changes; never taken by a call
+  std::atomic<std::shared_ptr<const view>> view_;
+  std::atomic<std::size_t> next_{0};  // round robin
+  // Endpoints with ejections (counted on each change between none and some, under their
+  // mutex): while 0, a pick skips looking for probes to start.
+  std::atomic<std::size_t> ejected_{0};
+  std::mutex wrr_mutex_;  // weighted_round_robin's smooth weights
+  std::atomic<std::uint64_t> rejected_over_limit_{0}, empty_updates_held_{0};
+  std::unique_ptr<discovery::endpoint_source> source_;            // open(); stopped first
+  std::atomic<discovery::endpoint_source*> source_ptr_{nullptr};  // for report()
 };
 
 }  // namespace corvid
