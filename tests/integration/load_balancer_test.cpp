@@ -1,6 +1,7 @@
 // load_balancer: policies, ejection of a dead endpoint and its return, ejection of a silent
-// one after timeouts, endpoint removal.
+// one after timeouts, probes that keep to the caller's deadline, endpoint removal and the cap.
 #include <algorithm>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -170,6 +171,73 @@ TEST(load_balancer, silent_endpoint_is_ejected_after_consecutive_timeouts) {
                                [&](const auto& s) { return s.address == silent.endpoint(); });
   ASSERT_NE(it, stats.end()) << "no stats for the silent endpoint";
   EXPECT_TRUE(it->ejected);
+}
+
+// Ejects `silent` (the balancer's only endpoint or one of them) with one timed-out call and
+// waits for its back-off to pass: the next pick of it is a probe. The probe's own timeout
+// (max(eject_base, 100 ms)) is 30 s, far past any caller's deadline here.
+corvid::lb_config probe_config() {
+  corvid::lb_config cfg;
+  cfg.eject_after_timeouts = 1;
+  cfg.eject_base = 30s;
+  cfg.eject_max = 100ms;  // the back-off: min(eject_base, eject_max)
+  cfg.follow_health = false;
+  return cfg;
+}
+
+void eject_and_wait_out(corvid::load_balancer& lb, const std::string& silent) {
+  for (int i = 0; i < 20 && calls_routed_to(lb, silent) == 0; ++i)
+    (void)corvid::sync_wait(lb.call_for<&calculator::plus>(50ms, 0));
+  ASSERT_TRUE(eventually([&] {
+    for (auto& s : lb.stats()) {
+      if (s.address == silent) return s.failures > 0 && !s.ejected;
+    }
+    return false;
+  })) << "the silent endpoint was never ejected, or stayed ejected";
+}
+
+// A call whose only endpoint is being probed waits for the probe no longer than its deadline.
+TEST(load_balancer, a_probe_never_outlasts_the_callers_deadline) {
+  silent_server silent;
+  auto lb = corvid::load_balancer::create({{silent.endpoint()}}, probe_config());
+  eject_and_wait_out(*lb, silent.endpoint());
+  auto done = std::async(std::launch::async, [&] {
+    return corvid::sync_wait(lb->call_for<&calculator::plus>(200ms, 0));
+  });
+  ASSERT_EQ(done.wait_for(10s), std::future_status::ready)
+      << "the call waited for the probe's 30 s timeout, not its own 200 ms";
+  EXPECT_FALSE(done.get());
+}
+
+// With another endpoint usable, a probe runs beside the calls: none waits for it.
+TEST(load_balancer, probes_run_in_the_background_while_another_endpoint_serves) {
+  auto a = server_with_base(1);
+  silent_server silent;
+  auto lb = corvid::load_balancer::create({{a->endpoint()}, {silent.endpoint()}}, probe_config());
+  eject_and_wait_out(*lb, silent.endpoint());
+  auto done = std::async(std::launch::async, [&] { return spread(*lb, 20); });
+  ASSERT_EQ(done.wait_for(10s), std::future_status::ready)
+      << "a call became the probe and waited for its 30 s timeout";
+  EXPECT_EQ(done.get(), (std::map<int, int>{{1, 20}}));
+  EXPECT_TRUE(eventually([&] {
+    for (auto& s : lb->stats()) {
+      if (s.address == silent.endpoint()) return s.ejected;  // probing counts as ejected
+    }
+    return false;
+  })) << "no probe of the silent endpoint was started";
+}
+
+TEST(load_balancer, add_endpoint_stops_at_max_endpoints) {
+  corvid::lb_config cfg;
+  cfg.max_endpoints = 2;
+  cfg.follow_health = false;
+  auto lb = corvid::load_balancer::create({}, cfg);
+  EXPECT_TRUE(lb->add_endpoint({"127.0.0.1:1"}));
+  EXPECT_FALSE(lb->add_endpoint({"127.0.0.1:1"})) << "followed twice";
+  EXPECT_TRUE(lb->add_endpoint({"127.0.0.1:2"}));
+  EXPECT_FALSE(lb->add_endpoint({"127.0.0.1:3"}));
+  EXPECT_EQ(lb->endpoints().size(), 2u);
+  EXPECT_EQ(lb->balancer_stats().rejected_over_limit, 1u);
 }
 
 TEST(load_balancer, removing_an_endpoint_releases_its_connections) {
