@@ -11,12 +11,19 @@ std::uint64_t hash_ring::hash(std::string_view bytes) noexcept {
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 
+std::size_t hash_ring::points_for(std::size_t endpoints) noexcept {
+  std::size_t points = points_per_endpoint;
+  while (points > min_points_per_endpoint && endpoints * points > max_points) points /= 2;
+  return points;
+}
+
 void hash_ring::build(const std::vector<std::string>& ids) {
   points_.clear();
-  points_.reserve(ids.size() * points_per_endpoint);
+  const std::size_t per_endpoint = points_for(ids.size());
+  points_.reserve(ids.size() * per_endpoint);
   std::string label;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    for (std::size_t p = 0; p < points_per_endpoint; ++p) {
+    for (std::size_t p = 0; p < per_endpoint; ++p) {
       label = ids[i];
       label += '#';
       label += std::to_string(p);

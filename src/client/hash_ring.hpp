@@ -16,14 +16,23 @@ class hash_ring {
  public:
   // Enough points that an endpoint's share is within about half a percent of 1/N even for
   // small N, so removing one of N moves at most 1/N + 2 % of the keys (tests/discovery/
-  // hash_ring_test.cpp); ketama's 160 leave a 3-endpoint ring several percent off. 32 KiB of
-  // ring per endpoint; a lookup is a binary search.
+  // hash_ring_test.cpp); ketama's 160 leave a 3-endpoint ring several percent off. A lookup
+  // is a binary search.
   static constexpr std::size_t points_per_endpoint = 2048;
+  // The ring holds at most this many points (16 bytes each: 4 MiB): past 128 endpoints each
+  // gets fewer, halving at each power of two (1,024 up to 256 endpoints, ..., 32 from 8,192),
+  // where many endpoints already average out. Every client following the same endpoints
+  // picks the same count, so they still agree on every key; crossing a step moves about
+  // half of the keys once.
+  static constexpr std::size_t max_points = std::size_t{1} << 18;
+  static constexpr std::size_t min_points_per_endpoint = 32;
+  static std::size_t points_for(std::size_t endpoints) noexcept;
 
   static std::uint64_t hash(std::string_view bytes) noexcept;
   // ids[i] is endpoint i's instance id.
   void build(const std::vector<std::string>& ids);
   bool empty() const noexcept { return points_.empty(); }
+  std::size_t size() const noexcept { return points_.size(); }
 
   // Endpoint indices in ring order from the key's hash, first match of `accept` wins; -1 if
   // it accepts none. An endpoint may be offered more than once (one per point).

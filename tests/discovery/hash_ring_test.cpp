@@ -98,3 +98,29 @@ TEST(hash_ring, walk_skips_refused_endpoints_to_the_next_on_the_ring) {
 }
 
 }  // namespace
+
+namespace {
+
+// Many endpoints share a bounded ring: its memory does not grow as points x endpoints.
+TEST(hash_ring, many_endpoints_share_a_bounded_ring) {
+  using corvid::detail::hash_ring;
+  EXPECT_EQ(hash_ring::points_for(3), hash_ring::points_per_endpoint);
+  EXPECT_EQ(hash_ring::points_for(128), hash_ring::points_per_endpoint);
+  EXPECT_EQ(hash_ring::points_for(129), hash_ring::points_per_endpoint / 2);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10000; ++i) ids.push_back("instance-" + std::to_string(i));
+  hash_ring ring;
+  ring.build(ids);
+  EXPECT_LE(ring.size(), 10000 * hash_ring::min_points_per_endpoint + hash_ring::max_points);
+  ids.resize(2048);
+  ring.build(ids);
+  EXPECT_LE(ring.size(), hash_ring::max_points);
+  // Every endpoint still owns some keys.
+  std::vector<int> owned(ids.size());
+  for (int k = 0; k < 200000; ++k) {
+    ++owned[static_cast<std::size_t>(ring.owner(hash_ring::hash("key:" + std::to_string(k))))];
+  }
+  EXPECT_EQ(std::count(owned.begin(), owned.end(), 0), 0);
+}
+
+}  // namespace
