@@ -146,6 +146,7 @@ int run_discovery_server(const options& o) {
 }
 
 int run_discovery_experiment(const options& o) {
+  if (o.flood > 0) return run_registry_flood(o);
   const int n = o.servers;
   const int callers = o.concurrency.empty() ? 1 : o.concurrency.front();
   std::unique_ptr<test::etcd_process> etcd;

@@ -11,5 +11,6 @@ int run_stream_experiment(const options& o);     // streams vs unary calls
 int run_latency_experiment(const options& o);    // issue 17: busy-poll vs sockperf (latency.cpp)
 int run_discovery_experiment(const options& o);  // issue 25: etcd + consistent hashing
 int run_discovery_server(const options& o);      // one of its servers (a child process)
+int run_registry_flood(const options& o);        // issue 32: a balancer following N endpoints
 
 }  // namespace corvid::bench

@@ -29,6 +29,8 @@ commands:
               (round robin): qps at the first --concurrency, key spread, keys remapped when
               one server leaves. --registry etcd://host:port (default: start an etcd);
               --policy consistent_hash|round_robin --calls N: only N such calls (callgrind)
+              --flood N: a balancer following N endpoints (--servers real ones, the rest
+              refusing): open() time, RSS, call latency while updates rebuild its view
   latency     c=1 P50/P99: polling off, busy-poll, adaptive poll, beside sockperf's
               blocking and spinning round trips (first --sizes entry, echoed; --rounds
               interleaved, median)
@@ -70,7 +72,7 @@ options:
                            `stream`: how far that window may grow (default 4M; the window
                            itself = fixed)
   --no-sockperf            `latency`: skip the sockperf rows
-  --servers N --keys N --registry URL --policy P
+  --servers N --keys N --registry URL --policy P --flood N
                            `discovery` (see above)
   --csv FILE --json FILE --plot FILE.png
 )";
@@ -212,6 +214,9 @@ options parse_options(int argc, char** argv) {
       o.policy = value("--policy");
       if (o.policy != "consistent_hash" && o.policy != "round_robin")
         fail("--policy is consistent_hash or round_robin");
+    } else if (a == "--flood") {
+      o.flood = std::atoi(value("--flood").c_str());
+      if (o.flood < 1) fail("--flood must be positive");
     } else if (a == "--name") {
       o.name = value("--name");
     } else if (a == "--rounds") {

@@ -62,6 +62,8 @@ struct options {
   int keys = 10000;
   std::string registry;
   std::string policy;
+  // `discovery --flood N`: a balancer following N endpoints through a file (registry_flood.cpp).
+  int flood = 0;
   std::string name;  // discovery-server: the instance's name, answered to lookups
 };
 

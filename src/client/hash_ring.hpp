@@ -4,6 +4,7 @@
 // clients that follow the same endpoints agree on every key, whatever order they learned
 // them in. A key goes to the owner of the first point at or after its hash; the balancer
 // walks on past owners that are ejected or already carry their bounded share.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,11 +37,15 @@ class hash_ring {
 
   // Endpoint indices in ring order from the key's hash, first match of `accept` wins; -1 if
   // it accepts none. An endpoint may be offered more than once (one per point).
+  // At most `max_steps` points are offered (a ring of many endpoints, most of them refused,
+  // would otherwise be walked a long way per key).
   template <class Accept>
-  std::ptrdiff_t find(std::uint64_t key_hash, Accept&& accept) const {
+  std::ptrdiff_t find(std::uint64_t key_hash, Accept&& accept,
+                      std::size_t max_steps = SIZE_MAX) const {
     if (points_.empty()) return -1;
     std::size_t i = first_at_or_after(key_hash);
-    for (std::size_t n = 0; n < points_.size(); ++n) {
+    const std::size_t steps = std::min(max_steps, points_.size());
+    for (std::size_t n = 0; n < steps; ++n) {
       const std::uint32_t owner = points_[i].owner;
       if (accept(static_cast<std::size_t>(owner))) return owner;
       if (++i == points_.size()) i = 0;

@@ -167,10 +167,15 @@ load_balancer::node* load_balancer::pick_among(const view& v, std::string_view h
         const auto cap = static_cast<std::size_t>(
             std::ceil(std::max(1.0, config_.hash_load_factor) * static_cast<double>(total + 1) /
                       static_cast<double>(healthy)));
-        const auto i = v.ring.find(detail::hash_ring::hash(hash_key), [&](std::size_t owner) {
-          const node& n = *v.nodes[owner];
-          return usable(n) && n.in_flight.load(std::memory_order_relaxed) + 1 <= cap;
-        });
+        // A key whose next 512 points all belong to refused endpoints (a registry flooded
+        // with endpoints that never answered) goes by the rule for calls without a key.
+        const auto i = v.ring.find(
+            detail::hash_ring::hash(hash_key),
+            [&](std::size_t owner) {
+              const node& n = *v.nodes[owner];
+              return usable(n) && n.in_flight.load(std::memory_order_relaxed) + 1 <= cap;
+            },
+            512);
         if (i >= 0) {
           chosen = v.nodes[static_cast<std::size_t>(i)].get();
           break;
