@@ -17,22 +17,44 @@ std::size_t hash_ring::points_for(std::size_t endpoints) noexcept {
   return points;
 }
 
+void hash_ring::extend_points(std::string_view id, std::size_t count,
+                              std::vector<std::uint64_t>& positions) {
+  std::string label;
+  for (std::size_t p = positions.size(); p < count; ++p) {
+    label = id;
+    label += '#';
+    label += std::to_string(p);
+    positions.push_back(hash(label));
+  }
+}
+
 void hash_ring::build(const std::vector<std::string>& ids) {
+  std::vector<std::vector<std::uint64_t>> positions(ids.size());
+  const std::size_t per_endpoint = points_for(ids.size());
+  std::vector<const std::string*> id_ptrs;
+  std::vector<const std::vector<std::uint64_t>*> position_ptrs;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    extend_points(ids[i], per_endpoint, positions[i]);
+    id_ptrs.push_back(&ids[i]);
+    position_ptrs.push_back(&positions[i]);
+  }
+  build(id_ptrs, position_ptrs);
+}
+
+void hash_ring::build(const std::vector<const std::string*>& ids,
+                      const std::vector<const std::vector<std::uint64_t>*>& positions) {
   points_.clear();
   const std::size_t per_endpoint = points_for(ids.size());
   points_.reserve(ids.size() * per_endpoint);
-  std::string label;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    for (std::size_t p = 0; p < per_endpoint; ++p) {
-      label = ids[i];
-      label += '#';
-      label += std::to_string(p);
-      points_.push_back({hash(label), static_cast<std::uint32_t>(i)});
+    const auto& mine = *positions[i];
+    for (std::size_t p = 0; p < per_endpoint && p < mine.size(); ++p) {
+      points_.push_back({mine[p], static_cast<std::uint32_t>(i)});
     }
   }
   // Ties (vanishingly rare) break by id, so every client orders them alike.
   std::sort(points_.begin(), points_.end(), [&](const point& a, const point& b) {
-    return a.position != b.position ? a.position < b.position : ids[a.owner] < ids[b.owner];
+    return a.position != b.position ? a.position < b.position : *ids[a.owner] < *ids[b.owner];
   });
 }
 

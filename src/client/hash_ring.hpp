@@ -32,6 +32,13 @@ class hash_ring {
   static std::uint64_t hash(std::string_view bytes) noexcept;
   // ids[i] is endpoint i's instance id.
   void build(const std::vector<std::string>& ids);
+  // The same from positions computed before (extend_points, kept per endpoint so a rebuild
+  // hashes only the endpoints that are new): the first points_for(ids.size()) of each.
+  void build(const std::vector<const std::string*>& ids,
+             const std::vector<const std::vector<std::uint64_t>*>& positions);
+  // Appends `id`'s point positions up to `count` in all (those already there are kept).
+  static void extend_points(std::string_view id, std::size_t count,
+                            std::vector<std::uint64_t>& positions);
   bool empty() const noexcept { return points_.empty(); }
   std::size_t size() const noexcept { return points_.size(); }
 

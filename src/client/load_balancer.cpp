@@ -120,10 +120,23 @@ void load_balancer::publish_locked(std::vector<std::shared_ptr<node>> nodes,
             [](const auto& a, const auto& b) { return a->endpoint.id < b->endpoint.id; });
   auto v = std::make_shared<view>();
   if (config_.policy == lb_policy::consistent_hash) {
-    std::vector<std::string> ids;
+    const std::size_t per_endpoint = detail::hash_ring::points_for(nodes.size());
+    std::vector<const std::string*> ids;
+    std::vector<const std::vector<std::uint64_t>*> positions;
     ids.reserve(nodes.size());
-    for (const auto& n : nodes) ids.push_back(n->endpoint.id);
-    v->ring.build(ids);
+    positions.reserve(nodes.size());
+    for (const auto& n : nodes) {
+      if (n->ring_id != n->endpoint.id) {
+        n->ring_points.clear();
+        n->ring_id = n->endpoint.id;
+      }
+      // Fewer points than it has (the ring has grown past a step): the first ones are kept.
+      if (n->ring_points.size() > 2 * per_endpoint) n->ring_points.resize(per_endpoint);
+      detail::hash_ring::extend_points(n->ring_id, per_endpoint, n->ring_points);
+      ids.push_back(&n->ring_id);
+      positions.push_back(&n->ring_points);
+    }
+    v->ring.build(ids, positions);
   }
   v->nodes = std::move(nodes);
   v->hold_until = hold_until;

@@ -162,6 +162,10 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
     std::atomic<bool> probing{false};  // a probe call is out; others still avoid the endpoint
     std::mutex mutex;
     long long current_weight = 0;  // weighted_round_robin, under the balancer's wrr_mutex_
+    // Its consistent-hash point positions for `ring_id`, under the balancer's mutex: a
+    // rebuild hashes only the endpoints that are new (or changed their id).
+    std::vector<std::uint64_t> ring_points;
+    std::string ring_id;
   };
   struct view;  // the published set: nodes in a stable order and their ring
   struct picked {
