@@ -1,12 +1,12 @@
 #include "endpoint_source.hpp"
 
 #include <cctype>
+#include <unordered_set>
 
 namespace corvid::discovery {
 
-expected<std::vector<lb_endpoint>, rpc_error> parse_endpoint_list(std::string_view text,
-                                                                  char separator) {
-  std::vector<lb_endpoint> out;
+endpoint_list parse_endpoint_list(std::string_view text, char separator) {
+  endpoint_list out;
   while (!text.empty()) {
     const auto end = text.find(separator);
     std::string_view item = text.substr(0, end);
@@ -18,15 +18,32 @@ expected<std::vector<lb_endpoint>, rpc_error> parse_endpoint_list(std::string_vi
     while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())))
       item.remove_suffix(1);
     if (item.empty()) continue;
-    if (!item.starts_with("unix:") && item.rfind(':') == std::string_view::npos) {
-      return unexpected(rpc_error(rpc_errc::invalid_argument,
-                                  "endpoint without a port: '" + std::string(item) + "'"));
+    if (auto bad = check_address(item)) {
+      out.rejected.emplace_back(std::string(item.substr(0, 200)), std::move(*bad));
+      continue;
     }
     lb_endpoint e;
     e.address = std::string(item);
-    out.push_back(std::move(e));
+    out.endpoints.push_back(std::move(e));
   }
   return out;
+}
+
+std::size_t keep_bounded(std::vector<lb_endpoint>& list, const std::vector<lb_endpoint>& held,
+                         std::size_t limit) {
+  if (list.size() <= limit) return 0;
+  std::unordered_set<std::string_view> before;
+  for (const auto& e : held) before.insert(e.address);
+  std::size_t held_listed = 0;
+  for (const auto& e : list) held_listed += before.contains(e.address) ? 1 : 0;
+  const std::size_t room = limit > held_listed ? limit - held_listed : 0;
+  std::size_t fresh = 0;
+  const std::size_t size = list.size();
+  std::erase_if(list, [&](const lb_endpoint& e) {
+    if (before.contains(e.address)) return false;
+    return ++fresh > room;
+  });
+  return size - list.size();
 }
 
 namespace {
@@ -38,12 +55,16 @@ expected<std::unique_ptr<endpoint_source>, rpc_error> open_source(std::string_vi
                                                                   const lb_config& config,
                                                                   endpoints_callback on_change) {
   if (url.starts_with("list://")) {
+    // The caller's own words: a bad item is its error, not an entry to skip.
     auto list = parse_endpoint_list(url.substr(7), ',');
-    if (!list) return unexpected(std::move(list).error());
-    if (list->empty()) {
+    if (!list.rejected.empty()) {
+      return unexpected(rpc_error(rpc_errc::invalid_argument,
+                                  "list:// endpoint " + list.rejected.front().second.detail));
+    }
+    if (list.endpoints.empty()) {
       return unexpected(rpc_error(rpc_errc::invalid_argument, "list:// names no endpoint"));
     }
-    on_change(std::move(*list));
+    on_change(std::move(list.endpoints));
     return std::unique_ptr<endpoint_source>(std::make_unique<fixed_source>());
   }
   if (url.starts_with("file://"))

@@ -7,11 +7,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "corvid/client/lb_config.hpp"
 #include "corvid/error.hpp"
 #include "corvid/expected.hpp"
+
+#include "rejection.hpp"
 
 namespace corvid::discovery {
 
@@ -30,9 +33,21 @@ expected<std::unique_ptr<endpoint_source>, rpc_error> open_source(std::string_vi
                                                                   const lb_config& config,
                                                                   endpoints_callback on_change);
 
+// A list of addresses (list://, file://): items separated by `separator`, '#' starts a
+// comment, blanks around an item are dropped. Each item is checked (check_address): the
+// ones that may not be dialled are rejected with the item as their key.
+struct endpoint_list {
+  std::vector<lb_endpoint> endpoints;
+  std::vector<std::pair<std::string, rejection>> rejected;
+};
+endpoint_list parse_endpoint_list(std::string_view text, char separator);
+
+// Keeps at most `limit` entries of `list`, in its order: first those whose address is in
+// `held` (what the source handed over last), then the others. Returns how many it dropped.
+std::size_t keep_bounded(std::vector<lb_endpoint>& list, const std::vector<lb_endpoint>& held,
+                         std::size_t limit);
+
 // The parts of each source (one file each).
-expected<std::vector<lb_endpoint>, rpc_error> parse_endpoint_list(std::string_view text,
-                                                                  char separator);
 expected<std::unique_ptr<endpoint_source>, rpc_error> open_file_source(std::string path,
                                                                        const lb_config& config,
                                                                        endpoints_callback cb);

@@ -1,7 +1,9 @@
 #include "etcd_client.hpp"
 
+#include <algorithm>
 #include <mutex>
 
+#include "etcd_decode.hpp"
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
@@ -22,20 +24,6 @@ std::string base64(std::string_view in) {
   return out;
 }
 
-std::string unbase64(std::string_view in) {
-  if (in.empty()) return {};
-  std::string out(3 * (in.size() / 4) + 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  if (n < 0) return {};
-  std::size_t size = static_cast<std::size_t>(n);
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  for (std::size_t i = in.size(); i > 0 && in[i - 1] == '='; --i) --size;
-  out.resize(size);
-  return out;
-}
-
 // The end of the range of keys starting with `prefix` (etcd's "prefix + 1").
 std::string prefix_end(std::string prefix) {
   while (!prefix.empty()) {
@@ -47,28 +35,6 @@ std::string prefix_end(std::string prefix) {
     prefix.pop_back();
   }
   return std::string(1, '\0');  // every key
-}
-
-// int64 fields arrive as JSON strings (proto3 JSON mapping); absent = 0.
-std::int64_t int_field(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end()) return 0;
-  if (it->is_string()) {
-    try {
-      return std::stoll(it->get<std::string>());
-    } catch (...) {
-      return 0;
-    }
-  }
-  return it->is_number() ? it->get<std::int64_t>() : 0;
-}
-
-etcd_kv decode_kv(const json& kv) {
-  etcd_kv out;
-  out.key = unbase64(kv.value("key", ""));
-  out.value = unbase64(kv.value("value", ""));
-  out.mod_revision = int_field(kv, "mod_revision");
-  return out;
 }
 
 std::once_flag curl_init;
@@ -98,12 +64,18 @@ struct transfer {
   std::string body;
   std::function<bool(std::string&)> on_data;  // streaming: consumes complete messages
   const std::atomic<bool>* stop = nullptr;
+  bool over_cap = false;  // the answer (a message, when streaming) passed etcd_answer_cap
 };
 
 std::size_t on_write(char* data, std::size_t size, std::size_t n, void* user) {
   auto* t = static_cast<transfer*>(user);
+  // A runaway answer: abort, never grow unbounded. When streaming, `body` holds only the
+  // message not complete yet, so the cap is per message.
+  if (t->body.size() + size * n > etcd_answer_cap) {
+    t->over_cap = true;
+    return 0;
+  }
   t->body.append(data, size * n);
-  if (t->body.size() > (64u << 20)) return 0;  // a runaway answer: abort, never grow unbounded
   if (t->on_data && !t->on_data(t->body)) return 0;
   return size * n;
 }
@@ -141,6 +113,10 @@ CURLcode perform(CURL* h, const std::string& url, const std::string& body, trans
 }  // namespace
 
 namespace {
+
+// The message call() gives an answer over etcd_answer_cap (range_pages then asks for less).
+constexpr std::string_view over_cap_message = "an answer over the cap";
+
 expected<json, rpc_error> call(CURL* h, const std::string& endpoint, const char* path,
                                const json& request, std::chrono::milliseconds timeout,
                                const std::atomic<bool>* stop) {
@@ -150,6 +126,12 @@ expected<json, rpc_error> call(CURL* h, const std::string& endpoint, const char*
   long status = 0;
   const std::string url = "http://" + endpoint + path;
   const CURLcode rc = perform(h, url, request.dump(), t, timeout, false, status);
+  if (t.over_cap) {
+    return unexpected(rpc_error(rpc_errc::message_too_large,
+                                "etcd at " + endpoint + " sent " + std::string(over_cap_message) +
+                                    " (" + std::to_string(etcd_answer_cap) + " bytes) to " +
+                                    std::string(path)));
+  }
   if (rc != CURLE_OK) {
     return unexpected(
         rpc_error(rpc_errc::connect_failed, "etcd at " + endpoint + ": " + curl_easy_strerror(rc)));
@@ -161,7 +143,7 @@ expected<json, rpc_error> call(CURL* h, const std::string& endpoint, const char*
                                     " with HTTP " + std::to_string(status) + " and no JSON"));
   }
   if (status != 200) {
-    std::string message = answer.value("message", answer.value("error", std::string()));
+    const std::string message = error_message(answer);
     return unexpected(rpc_error(rpc_errc::bad_request, "etcd at " + endpoint + " refused " +
                                                            std::string(path) + ": HTTP " +
                                                            std::to_string(status) + " " + message));
@@ -176,8 +158,8 @@ expected<std::int64_t, rpc_error> etcd_client::grant(std::chrono::seconds ttl) {
   if (!r) return unexpected(std::move(r).error());
   const std::int64_t id = int_field(*r, "ID");
   if (id == 0) {
-    return unexpected(rpc_error(rpc_errc::protocol_error,
-                                "etcd granted no lease: " + r->value("error", std::string())));
+    return unexpected(
+        rpc_error(rpc_errc::protocol_error, "etcd granted no lease: " + error_message(*r)));
   }
   return id;
 }
@@ -188,7 +170,7 @@ expected<std::int64_t, rpc_error> etcd_client::keep_alive(std::int64_t lease) {
                 timeout_, stop_);
   if (!r) return unexpected(std::move(r).error());
   auto result = r->find("result");
-  if (result == r->end()) return std::int64_t{0};
+  if (result == r->end() || !result->is_object()) return std::int64_t{0};
   return int_field(*result, "TTL");
 }
 
@@ -217,68 +199,100 @@ rpc_error etcd_client::compact(std::int64_t revision) {
   return r ? rpc_error() : std::move(r).error();
 }
 
-expected<etcd_range, rpc_error> etcd_client::range_prefix(std::string_view prefix) {
-  json req{{"key", base64(prefix)}, {"range_end", base64(prefix_end(std::string(prefix)))}};
-  auto r = call(curl_->handle, endpoint_, "/v3/kv/range", req, timeout_, stop_);
-  if (!r) return unexpected(std::move(r).error());
-  etcd_range out;
-  if (auto h = r->find("header"); h != r->end()) out.revision = int_field(*h, "revision");
-  if (auto kvs = r->find("kvs"); kvs != r->end() && kvs->is_array()) {
-    for (const auto& kv : *kvs) out.kvs.push_back(decode_kv(kv));
+expected<std::int64_t, rpc_error> etcd_client::range_pages(
+    std::string_view prefix,
+    const std::function<bool(std::vector<etcd_kv>&, std::int64_t)>& on_page) {
+  const std::string end = base64(prefix_end(std::string(prefix)));
+  std::string from(prefix);
+  std::int64_t revision = 0;  // 0: the first page picks it
+  std::int64_t limit = range_page_keys;
+  std::int64_t read = 0;
+  for (;;) {
+    json req{{"key", base64(from)}, {"range_end", end}, {"limit", std::to_string(limit)}};
+    if (revision != 0) req["revision"] = std::to_string(revision);
+    auto r = call(curl_->handle, endpoint_, "/v3/kv/range", req, timeout_, stop_);
+    std::vector<etcd_kv> over_cap;  // a key whose value alone passes the cap
+    if (!r && r.error().code() == rpc_errc::message_too_large) {
+      if (limit > 1) {
+        limit /= 2;  // etcd cannot bound a page by size: fewer keys per page
+        continue;
+      }
+      // One key whose value passes the cap: learn its name alone, and step over it.
+      req["keys_only"] = true;
+      r = call(curl_->handle, endpoint_, "/v3/kv/range", req, timeout_, stop_);
+      if (r) over_cap.emplace_back();
+    }
+    if (!r) return unexpected(std::move(r).error());
+    auto page = decode_range_answer(*r);
+    if (!page) {
+      return unexpected(
+          rpc_error(rpc_errc::protocol_error, "etcd at " + endpoint_ + ": " + page.error()));
+    }
+    if (revision == 0) revision = page->revision;
+    if (!over_cap.empty()) {
+      for (auto& kv : page->kvs) {
+        kv.value.clear();
+        kv.value_over_cap = true;
+      }
+    }
+    read += static_cast<std::int64_t>(page->kvs.size() + page->unreadable);
+    std::string last = page->kvs.empty() ? std::string() : page->kvs.back().key;
+    const bool more = page->more && !last.empty();
+    if (!on_page(page->kvs, more ? std::max<std::int64_t>(page->count - read, 1) : 0)) break;
+    if (!more) break;
+    from = std::move(last);
+    from += '\0';  // the next key after the last one read
   }
+  return revision;
+}
+
+expected<etcd_range, rpc_error> etcd_client::range_prefix(std::string_view prefix) {
+  etcd_range out;
+  auto revision = range_pages(prefix, [&](std::vector<etcd_kv>& kvs, std::int64_t) {
+    for (auto& kv : kvs) out.kvs.push_back(std::move(kv));
+    return true;
+  });
+  if (!revision) return unexpected(std::move(revision).error());
+  out.revision = *revision;
   return out;
 }
 
 watch_end etcd_client::watch_prefix(
     std::string_view prefix, std::int64_t start_revision,
-    const std::function<void(const std::vector<etcd_event>&, std::int64_t)>& on_events,
+    const std::function<bool(const std::vector<etcd_event>&, std::int64_t)>& on_events,
     const std::function<void()>& on_created) {
   if (curl_->handle == nullptr) return watch_end::broken;
   json req{{"create_request",
             {{"key", base64(prefix)},
              {"range_end", base64(prefix_end(std::string(prefix)))},
              {"start_revision", std::to_string(start_revision)}}}};
-  bool compacted = false;
+  bool compacted = false, resync = false;
   transfer t;
   t.stop = stop_;
   // The gateway writes one JSON object per message, each followed by a newline.
   t.on_data = [&](std::string& buffer) {
     std::size_t start = 0;
     for (std::size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
-      json message =
-          json::parse(std::string_view(buffer).substr(start, nl - start), nullptr, false);
-      if (message.is_discarded() || !message.is_object()) continue;
-      auto result = message.find("result");
-      if (result == message.end()) {
-        buffer.clear();
-        return false;  // {"error": ...}: the stream is over
+      watch_message m = decode_watch_message(std::string_view(buffer).substr(start, nl - start));
+      switch (m.what) {
+        case watch_message::kind::ignored:
+          continue;
+        case watch_message::kind::compacted:
+          compacted = true;
+          buffer.clear();
+          return false;
+        case watch_message::kind::ended:
+          buffer.clear();
+          return false;
+        case watch_message::kind::update:
+          break;
       }
-      if (int_field(*result, "compact_revision") != 0) {
-        compacted = true;
+      if (m.created && on_created) on_created();
+      if (!m.events.empty() && !on_events(m.events, m.revision)) {
+        resync = true;
         buffer.clear();
         return false;
       }
-      if (result->value("canceled", false)) {
-        buffer.clear();
-        return false;
-      }
-      if (result->value("created", false) && on_created) on_created();
-      std::int64_t revision = 0;
-      if (auto h = result->find("header"); h != result->end()) {
-        revision = int_field(*h, "revision");
-      }
-      std::vector<etcd_event> events;
-      if (auto evs = result->find("events"); evs != result->end() && evs->is_array()) {
-        for (const auto& e : *evs) {
-          etcd_event ev;
-          ev.deleted = e.value("type", std::string()) == "DELETE";
-          if (auto kv = e.find("kv"); kv != e.end()) ev.kv = decode_kv(*kv);
-          // The events' own revision: the header's may run ahead of them.
-          revision = std::max(revision, ev.kv.mod_revision);
-          events.push_back(std::move(ev));
-        }
-      }
-      if (!events.empty()) on_events(events, revision);
     }
     buffer.erase(0, start);
     return true;
@@ -287,7 +301,8 @@ watch_end etcd_client::watch_prefix(
   perform(curl_->handle, "http://" + endpoint_ + "/v3/watch", req.dump(), t, timeout_, true,
           status);
   if (stop_ != nullptr && stop_->load()) return watch_end::stopped;
-  return compacted ? watch_end::compacted : watch_end::broken;
+  if (compacted) return watch_end::compacted;
+  return resync || t.over_cap ? watch_end::resync : watch_end::broken;
 }
 
 expected<etcd_url, rpc_error> parse_etcd_url(std::string_view url) {

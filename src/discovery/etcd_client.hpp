@@ -5,6 +5,7 @@
 // thread (a curl handle is not shareable).
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +22,8 @@ struct etcd_kv {
   std::string key;
   std::string value;
   std::int64_t mod_revision = 0;
+  bool value_unreadable = false;  // the gateway's value was not base64
+  bool value_over_cap = false;    // too large to fetch at all: `value` is empty
 };
 
 struct etcd_range {
@@ -38,7 +41,15 @@ enum class watch_end {
   stopped,    // the stop flag was raised
   broken,     // the stream or connection broke (etcd restarted, unreachable): resume it
   compacted,  // the start revision was compacted away: range again
+  // A message over the watch's cap (resuming would meet it again), or the watcher asked to
+  // stop (on_events returned false): range again.
+  resync,
 };
+
+// The most bytes one answer (a range page, one watch message) may have; past it the
+// transfer is abandoned. A page holds at most range_page_keys keys, halved on overflow.
+inline constexpr std::size_t etcd_answer_cap = 16u << 20;
+inline constexpr std::int64_t range_page_keys = 64;
 
 class etcd_client {
  public:
@@ -55,14 +66,23 @@ class etcd_client {
   rpc_error revoke(std::int64_t lease);
   rpc_error put(std::string_view key, std::string_view value, std::int64_t lease = 0);
   rpc_error erase(std::string_view key);
+  // Reads the keys under `prefix` in pages of at most range_page_keys, every page at the
+  // revision of the first so the whole is one snapshot, calling `on_page` with each page's
+  // keys and how many keys of the range follow them. A value too large to fetch under
+  // etcd_answer_cap comes without its value (value_over_cap). on_page returns false to stop
+  // reading. Returns the revision read at.
+  expected<std::int64_t, rpc_error> range_pages(
+      std::string_view prefix,
+      const std::function<bool(std::vector<etcd_kv>& kvs, std::int64_t remaining)>& on_page);
+  // Every key under `prefix` at once (tests, tools: a prefix known to be small).
   expected<etcd_range, rpc_error> range_prefix(std::string_view prefix);
   rpc_error compact(std::int64_t revision);  // drops the history before `revision`
   // Watches the keys under `prefix` from `start_revision`, calling `on_events` with each
-  // batch and the revision it brings the watcher to, until the stream ends. `on_created`
-  // runs once etcd has accepted the watch.
+  // batch and the revision it brings the watcher to, until the stream ends or on_events
+  // returns false (resync). `on_created` runs once etcd has accepted the watch.
   watch_end watch_prefix(
       std::string_view prefix, std::int64_t start_revision,
-      const std::function<void(const std::vector<etcd_event>&, std::int64_t revision)>& on_events,
+      const std::function<bool(const std::vector<etcd_event>&, std::int64_t revision)>& on_events,
       const std::function<void()>& on_created = {});
 
   const std::string& endpoint() const noexcept { return endpoint_; }

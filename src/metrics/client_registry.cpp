@@ -62,6 +62,7 @@ client_snapshot client_registry::snapshot() const {
   client_snapshot out;
   out.connects_ok = connects_ok_.load(std::memory_order_relaxed);
   out.connects_failed = connects_failed_.load(std::memory_order_relaxed);
+  out.discovery_rejected = discovery_rejected_.load();
   std::map<std::uint32_t, client_method_row> rows;
   {
     std::lock_guard lk(mutex_);

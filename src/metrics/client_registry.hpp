@@ -13,6 +13,7 @@
 
 #include "client_method_table.hpp"
 #include "client_snapshot.hpp"
+#include "discovery_rejections.hpp"
 #include "endpoint_counters.hpp"
 
 namespace corvid::metrics {
@@ -32,6 +33,10 @@ class client_registry {
   // The shared entry of `endpoint`'s pools (balancers); it lives as long as the registry.
   pool_counters& pool(const std::string& endpoint);
   lb_counters& balancer(const std::string& endpoint);
+  // Entries the endpoint sources (and balancers) of this metrics object turned away.
+  void discovery_rejected(discovery_reject reason, std::uint64_t n = 1) noexcept {
+    discovery_rejected_.add(reason, n);
+  }
 
   client_snapshot snapshot() const;
 
@@ -42,6 +47,7 @@ class client_registry {
   std::atomic<std::uint64_t> connects_ok_{0}, connects_failed_{0};
   std::map<std::string, std::unique_ptr<pool_counters>> pools_;
   std::map<std::string, std::unique_ptr<lb_counters>> balancers_;
+  discovery_rejections discovery_rejected_;
 };
 
 }  // namespace corvid::metrics

@@ -1,10 +1,12 @@
 #pragma once
 // The client metrics at one moment, summed over live and retired connections: what
 // client_metrics::prometheus_text() renders.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "discovery_rejections.hpp"
 #include "snapshot.hpp"
 
 namespace corvid::metrics {
@@ -29,9 +31,10 @@ struct lb_row {
 struct client_snapshot {
   std::vector<client_method_row> methods;  // by method name
   std::uint64_t connects_ok = 0, connects_failed = 0;
-  std::uint64_t connections = 0;  // open now
-  std::vector<pool_row> pools;    // by endpoint
-  std::vector<lb_row> balancers;  // by endpoint
+  std::uint64_t connections = 0;                                           // open now
+  std::vector<pool_row> pools;                                             // by endpoint
+  std::vector<lb_row> balancers;                                           // by endpoint
+  std::array<std::uint64_t, discovery_reject_count> discovery_rejected{};  // by reason
 };
 
 std::string prometheus_text(const client_snapshot& s);

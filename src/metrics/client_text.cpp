@@ -47,6 +47,14 @@ std::string prometheus_text(const client_snapshot& s) {
   w.sample("corvid_client_connects_total", {{"result", "ok"}}, d(s.connects_ok));
   w.sample("corvid_client_connects_total", {{"result", "failed"}}, d(s.connects_failed));
   w.single("corvid_client_connections", "gauge", "Open client connections.", d(s.connections));
+  // Every reason, zeros included: an alert on a rate needs the series before the first one.
+  w.family("corvid_discovery_rejected_total", "counter",
+           "Discovery entries turned away (registry values, file lines, DNS answers, keys past "
+           "a bound), by reason.");
+  for (std::size_t r = 0; r < discovery_reject_count; ++r) {
+    w.sample("corvid_discovery_rejected_total",
+             {{"reason", to_string(static_cast<discovery_reject>(r))}}, d(s.discovery_rejected[r]));
+  }
 
   if (!s.pools.empty()) {
     w.family("corvid_pool_connections", "gauge", "Open connections of client pools, by endpoint.");

@@ -1,8 +1,15 @@
 // dns://name:port against a real dnsmasq the test starts (tests/support/dnsmasq_process.hpp):
 // the name's addresses become endpoints, and a change is seen on the next lookup — the
 // periodic one, or the one an endpoint's failure brings forward.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "corvid/client/client_metrics.hpp"
+
+#include "discovery/endpoint_source.hpp"
 #include "discovery_support.hpp"
 #include "dnsmasq_process.hpp"
+#include <sys/resource.h>
 
 namespace discovery_test {
 namespace {
@@ -71,6 +78,77 @@ TEST(dns, a_failed_endpoint_brings_the_next_lookup_forward) {
   EXPECT_TRUE(eventually([&] { return spread(*lb, 1).count("second") == 1; }, patience(10s)));
   const std::string p = ":" + std::to_string(servers.port);
   EXPECT_EQ(addresses(*lb), std::vector<std::string>{"127.0.0.3" + p});
+}
+
+// Descriptors past FD_SETSIZE (1024): a lookup must not depend on select().
+class many_descriptors {
+ public:
+  explicit many_descriptors(int count) {
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    saved_ = lim;
+    if (lim.rlim_cur < static_cast<rlim_t>(count) + 256) {
+      lim.rlim_cur = std::min<rlim_t>(static_cast<rlim_t>(count) + 256, lim.rlim_max);
+      ::setrlimit(RLIMIT_NOFILE, &lim);
+    }
+    for (int i = 0; i < count; ++i) {
+      const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd < 0) break;
+      fds_.push_back(fd);
+    }
+  }
+  ~many_descriptors() {
+    for (int fd : fds_) ::close(fd);
+    ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  int highest() const { return fds_.empty() ? -1 : fds_.back(); }
+
+ private:
+  rlimit saved_{};
+  std::vector<int> fds_;
+};
+
+TEST(dns, a_lookup_works_in_a_process_holding_more_than_1024_descriptors) {
+  corvid::test::dnsmasq_process dns("127.0.0.2 echo.corvid.test\n");
+  many_descriptors held(1100);
+  ASSERT_GT(held.highest(), 1100) << "RLIMIT_NOFILE's hard limit is too low for this test";
+  corvid::lb_config cfg;
+  cfg.dns_server = dns.server();
+  auto lb = corvid::sync_wait(corvid::load_balancer::open("dns://echo.corvid.test:9000", cfg));
+  ASSERT_TRUE(lb) << lb.error().message();
+  EXPECT_EQ(addresses(**lb), std::vector<std::string>{"127.0.0.2:9000"});
+}
+
+TEST(dns, the_url_s_port_must_be_a_number_1_to_65535) {
+  corvid::test::dnsmasq_process dns("127.0.0.2 echo.corvid.test\n");
+  corvid::lb_config cfg;
+  cfg.dns_server = dns.server();
+  for (const char* url : {"dns://echo.corvid.test:99999", "dns://echo.corvid.test:0",
+                          "dns://echo.corvid.test:http"}) {
+    auto lb = corvid::sync_wait(corvid::load_balancer::open(url, cfg));
+    ASSERT_FALSE(lb) << url;
+    EXPECT_EQ(lb.error().code(), corvid::rpc_errc::invalid_argument) << url;
+  }
+}
+
+TEST(dns, at_most_max_endpoints_addresses_are_used) {
+  std::string hosts;
+  for (int i = 1; i <= 10; ++i) hosts += "127.0.1." + std::to_string(i) + " echo.corvid.test\n";
+  corvid::test::dnsmasq_process dns(hosts);
+  auto metrics = std::make_shared<corvid::client_metrics>();
+  corvid::lb_config cfg;
+  cfg.dns_server = dns.server();
+  cfg.max_endpoints = 4;
+  cfg.pool.client.metrics = metrics;
+  std::vector<corvid::lb_endpoint> got;
+  auto source = corvid::discovery::open_source(
+      "dns://echo.corvid.test:9000", cfg, [&](std::vector<corvid::lb_endpoint> e) { got = e; });
+  ASSERT_TRUE(source) << source.error().message();
+  EXPECT_EQ(got.size(), 4u);
+  EXPECT_NE(
+      metrics->prometheus_text().find("corvid_discovery_rejected_total{reason=\"over_limit\"} 6\n"),
+      std::string::npos)
+      << metrics->prometheus_text();
 }
 
 }  // namespace

@@ -212,7 +212,7 @@ TEST(etcd, a_watch_from_a_compacted_revision_says_so) {
   auto r = client.range_prefix("/c/");
   ASSERT_TRUE(r);
   ASSERT_FALSE(client.compact(r->revision));
-  auto end = client.watch_prefix("/c/", 2, [](const auto&, std::int64_t) {});
+  auto end = client.watch_prefix("/c/", 2, [](const auto&, std::int64_t) { return true; });
   EXPECT_EQ(end, corvid::discovery::watch_end::compacted);
 }
 

@@ -22,7 +22,8 @@ class client_registry;  // src/metrics: the counters behind this handle
 }
 namespace detail {
 struct client_metrics_access;
-}
+struct discovery_metrics_access;  // src/discovery: its sources count the entries they reject
+}  // namespace detail
 
 class client_metrics {
  public:
@@ -36,6 +37,7 @@ class client_metrics {
 
  private:
   friend struct detail::client_metrics_access;
+  friend struct detail::discovery_metrics_access;
   std::unique_ptr<metrics::client_registry> registry_;
 };
 
