@@ -1,5 +1,6 @@
-"""The connection: frames out (batched per event-loop turn) and in (parsed from a byte
-stream, header checked before the payload is waited for), calls matched by request id."""
+"""The connection: frames out (_outgoing: batched per event-loop turn, bounded) and in
+(_incoming: header checked before the payload is waited for), calls matched by request id,
+liveness from what the server sends and from what it takes of what we send."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import typing
 from typing import Any, AsyncIterator, Generic, TypeVar
 
 from . import _frame as fr
-from ._codec import DecodeError, get_varint
+from ._codec import Buffer, DecodeError, get_varint
 from ._errors import ErrorCode, RpcError
+from ._incoming import FrameError, Incoming
+from ._outgoing import DEFAULT_WRITE_BUFFER_LIMIT, Outgoing
 from ._remote import Remote, Resolved
 from ._trace import TraceContext, current_trace
 from ._types import Stream
@@ -37,13 +40,13 @@ class Reply(Generic[R]):
         return f"Reply({self.value!r}, attachment={self.attachment!r})"
 
 
-def _message(body: bytes) -> str:
+def _message(body: Buffer) -> str:
     """An error response's body: a codec string (lenient: it is for people)."""
     try:
         n, pos = get_varint(body, 0, len(body))
-        return body[pos : pos + n].decode("utf-8", "replace")
+        return bytes(body[pos : pos + n]).decode("utf-8", "replace")
     except DecodeError:
-        return body.decode("utf-8", "replace")
+        return bytes(body).decode("utf-8", "replace")
 
 
 def _timeout_ms(timeout: float) -> int:
@@ -72,7 +75,7 @@ class _StreamState:
         self.conn = conn
         self.rid = rid
         self.fn = fn
-        self.items: collections.deque[tuple[bytes, int]] = collections.deque()
+        self.items: collections.deque[tuple[Buffer, int]] = collections.deque()
         self.waiter: asyncio.Future[None] | None = None  # a reader waiting for an item
         self.done: asyncio.Future[Any] = conn.loop.create_future()  # the closing response
         self.done.add_done_callback(_retrieve)
@@ -110,7 +113,7 @@ class _StreamState:
                 self.done.set_result(value)
         self.wake()
 
-    def on_item(self, body: bytes, cost: int) -> None:
+    def on_item(self, body: Buffer, cost: int) -> None:
         if self.ended:
             return
         if self.received >= self.granted:
@@ -172,101 +175,137 @@ def _retrieve(f: asyncio.Future[Any]) -> None:
         f.exception()  # a stream's end nobody awaited is not an "unretrieved exception"
 
 
-class _Connection(asyncio.Protocol):
+class _Connection(asyncio.BufferedProtocol):
     def __init__(self, client: Client) -> None:
         self.client = client
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
+        self.incoming = Incoming(client.max_frame_size)
+        self.out = Outgoing(self.loop, client.write_buffer_limit)
         self.calls: dict[int, _Call] = {}
         self.streams: dict[int, _StreamState] = {}
-        self.out: list[bytes | bytearray] = []
-        self.flush_scheduled = False
         self.closed = False
         self.close_error: RpcError | None = None
         self.closed_future: asyncio.Future[None] = self.loop.create_future()
-        self.last_heard = self.loop.time()
+        now = self.loop.time()
+        self.last_heard = now
         self.ping_outstanding = False
         self.heartbeat: asyncio.TimerHandle | None = None
+        # Liveness from our writes, sampled at heartbeat ticks: the bytes the socket had taken;
+        # whether the transport held a backlog (the socket's buffer was full); when a full
+        # socket last took more (the server acknowledged bytes); since when unsent bytes have
+        # not moved.
+        self.accepted_seen = 0
+        self.backlogged = False
+        self.write_moved = now
+        self.stuck_since = now
         self.max_frame = client.max_frame_size
         self.pong_waiter: asyncio.Future[int] | None = None  # ask_server_reactors
 
-    # --- asyncio.Protocol ---
+    # --- asyncio.BufferedProtocol ---
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # (uvloop's transports do not derive from asyncio.Transport, but have its methods.)
         self.transport = typing.cast(asyncio.Transport, transport)
-        self.last_heard = self.loop.time()
-        if self.client.heartbeat_interval:
+        self.out.attach(self.transport)
+        self.last_heard = self.stuck_since = self.loop.time()
+        c = self.client
+        if c.heartbeat_interval or c.heartbeat_timeout:
             self._schedule_heartbeat()
 
     def connection_lost(self, exc: Exception | None) -> None:
         why = "the server closed the connection" if exc is None else f"connection lost: {exc}"
         self.fail_all(RpcError(ErrorCode.CONNECTION_CLOSED, why))
 
-    def data_received(self, data: bytes) -> None:
+    def pause_writing(self) -> None:
+        self.out.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.out.resume_writing()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.incoming.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_heard = self.loop.time()
         self.ping_outstanding = False
-        if self.buf:
-            self.buf += data
-            buf: bytes | bytearray = self.buf
-        else:
-            buf = data
-        pos = 0
-        n = len(buf)
-        unpack = fr.unpack_header
-        max_frame = self.max_frame
-        while n - pos >= 32:
-            magic, ver, typ, flags, status, sig, rid, fid, blen, alen, tmo = unpack(buf, pos)
-            if magic != b"CV":
-                return self.fatal("bad magic (not a corvid stream)")
-            if ver != 2:
-                return self.fatal(
-                    "unsupported protocol version (this build speaks corvid protocol version 2)"
-                )
-            if not 1 <= typ <= 9:
-                return self.fatal(f"bad frame type {typ}")
-            total = blen + alen
-            if total > max_frame:
-                return self.fatal(
-                    f"frame of {total} bytes exceeds the client limit of {max_frame}"
-                )
-            end = pos + 32 + total
-            if end > n:
-                break
-            body = bytes(buf[pos + 32 : pos + 32 + blen])
-            att = bytes(buf[pos + 32 + blen : end]) if alen else b""
-            pos = end
-            if typ == fr.RESPONSE:
-                self.on_response(rid, status, body, att)
-            elif typ == fr.STREAM_ITEM:
-                s = self.streams.get(rid)
-                if s is not None:
-                    s.on_item(body, 32 + total)
-            elif typ == fr.STREAM_CREDIT:
-                s = self.streams.get(rid)
-                if s is not None:
-                    s.credit += tmo
-                    w = s.credit_waiter
-                    if w is not None and not w.done():
-                        w.set_result(None)
-            elif typ == fr.PING:
+        try:
+            self.incoming.received(nbytes, self.on_frame)
+        except FrameError as e:
+            self.fatal(str(e))
+
+    def on_frame(
+        self,
+        typ: int,
+        flags: int,
+        status: int,
+        rid: int,
+        fid: int,
+        tmo: int,
+        body: memoryview,
+        att: memoryview,
+        owned: bool,
+    ) -> bool:
+        """One frame (its views: see Incoming); False once the connection has ended."""
+        if typ in (fr.REQUEST, fr.RDMA_SETUP):
+            self.fatal(f"unexpected frame type {typ} from the server")
+            return False
+        if flags & fr.must_understand_flags:
+            # No kind of frame a server sends has a must-understand bit this build knows.
+            why = fr.unknown_must_understand(flags, 0)
+            assert why is not None
+            self.refuse(typ, rid, why)
+        elif typ == fr.RESPONSE:
+            self.on_response(rid, status, body, att)
+        elif typ == fr.STREAM_ITEM:
+            s = self.streams.get(rid)
+            if s is not None:
+                s.on_item(body if owned else bytes(body), 32 + len(body) + len(att))
+        elif typ == fr.STREAM_CREDIT:
+            s = self.streams.get(rid)
+            if s is not None:
+                s.credit += tmo
+                w = s.credit_waiter
+                if w is not None and not w.done():
+                    w.set_result(None)
+        elif typ == fr.PING:
+            # Over the write limit the server is not reading what we send: a pong would only
+            # add to it.
+            if not self.out.paused:
                 self.send_control(fr.PONG, rid)
-            elif typ == fr.PONG:
-                pw = self.pong_waiter
-                if pw is not None and not pw.done():
-                    pw.set_result(fid)  # a corvid server's reactor count; 0: not stated
-            elif typ in (fr.REQUEST, fr.RDMA_SETUP):
-                return self.fatal(f"unexpected frame type {typ} from the server")
-            # pong, cancel, stream_end: nothing to do (hearing them proves the peer alive)
-            if self.closed:
+        elif typ == fr.PONG:
+            pw = self.pong_waiter
+            if pw is not None and not pw.done():
+                pw.set_result(fid)  # a corvid server's reactor count; 0: not stated
+        # cancel, stream_end: nothing to do (hearing them proves the peer alive)
+        return not self.closed
+
+    def refuse(self, typ: int, rid: int, why: str) -> None:
+        """A frame with a must-understand bit we do not know: only its call or stream ends
+        (the frame's lengths are valid, so the stream of frames goes on)."""
+        err = RpcError(ErrorCode.PROTOCOL_ERROR, why)
+        if typ == fr.RESPONSE:
+            call = self.calls.pop(rid, None)
+            if call is not None:
+                if call.timer is not None:
+                    call.timer.cancel()
+                call.fut.remove_done_callback(call.on_done)
+                if not call.fut.done():
+                    call.fut.set_exception(err)
                 return
-        if buf is self.buf:
-            del self.buf[:pos]
-        elif pos < n:
-            self.buf = bytearray(buf[pos:])
+        if typ in (fr.RESPONSE, fr.STREAM_ITEM, fr.STREAM_CREDIT, fr.STREAM_END):
+            s = self.streams.get(rid)
+            if s is not None:
+                if typ != fr.RESPONSE:
+                    self.send_control(fr.CANCEL, rid)  # the server's side is still open
+                s.finish(err)
+        elif typ == fr.PONG:
+            pw = self.pong_waiter
+            if pw is not None and not pw.done():
+                pw.set_exception(err)
+        # ping (no pong), cancel: ignored
 
     # --- replies ---
-    def on_response(self, rid: int, status: int, body: bytes, att: bytes) -> None:
+    def on_response(self, rid: int, status: int, body: memoryview, att: memoryview) -> None:
         call = self.calls.pop(rid, None)
         if call is None:
             s = self.streams.get(rid)
@@ -287,7 +326,7 @@ class _Connection(asyncio.Protocol):
             fut.set_exception(RpcError(status, _message(body)))
             return
         try:
-            value = call.fn.decode_result(body)
+            value = call.fn.decode_result(body)  # decoded from the view: one copy, into value
         except DecodeError as e:
             fut.set_exception(
                 RpcError(
@@ -297,9 +336,12 @@ class _Connection(asyncio.Protocol):
             )
             self.fatal(f"an undecodable reply to {call.fn.name} ({e})")
             return
-        fut.set_result(Reply(value, att) if call.want_reply else value)
+        if call.want_reply:
+            fut.set_result(Reply(value, bytes(att) if len(att) else b""))
+        else:
+            fut.set_result(value)
 
-    def on_stream_end(self, s: _StreamState, status: int, body: bytes) -> None:
+    def on_stream_end(self, s: _StreamState, status: int, body: memoryview) -> None:
         if status != 0:
             s.finish(RpcError(status, _message(body)))
             return
@@ -326,6 +368,7 @@ class _Connection(asyncio.Protocol):
         if not self.closed:
             self.closed = True
             self.close_error = err
+        self.out.close()
         if self.heartbeat is not None:
             self.heartbeat.cancel()
         calls, self.calls = self.calls, {}
@@ -341,25 +384,35 @@ class _Connection(asyncio.Protocol):
             self.closed_future.set_result(None)
 
     # --- sending ---
-    def write(self, frame: bytes | bytearray) -> None:
-        self.out.append(frame)
-        if not self.flush_scheduled:
-            self.flush_scheduled = True
-            self.loop.call_soon(self.flush)
-
-    def flush(self) -> None:
-        self.flush_scheduled = False
-        out, self.out = self.out, []
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(b"".join(out))
+    def write(self, *parts: bytes | bytearray) -> None:
+        self.out.write(*parts)
 
     def send_control(self, type_: int, rid: int) -> None:
         if not self.closed:
-            self.write(fr.header(type_, rid))
+            self.out.write(fr.header(type_, rid))
 
     def send_credit(self, rid: int, amount: int) -> None:
         if not self.closed:
-            self.write(fr.header(fr.STREAM_CREDIT, rid, timeout_ms=min(amount, 0xFFFFFFFF)))
+            self.out.write(fr.header(fr.STREAM_CREDIT, rid, timeout_ms=min(amount, 0xFFFFFFFF)))
+
+    async def writable(self, name: str, timeout: float | None) -> float | None:
+        """Waits while the connection is over its write limit (the server is not keeping up
+        with what we send); returns what is left of `timeout`."""
+        if not self.out.paused:
+            return timeout
+        if timeout is None:
+            await self.out.wait_writable()
+            return None
+        deadline = self.loop.time() + timeout
+        try:
+            await asyncio.wait_for(self.out.wait_writable(), timeout)
+        except asyncio.TimeoutError:
+            raise RpcError(
+                ErrorCode.TIMEOUT,
+                f"{name}: the server read too little of what was sent for {timeout} s "
+                f"(over write_buffer_limit all that time)",
+            ) from None
+        return max(deadline - self.loop.time(), 0.0)
 
     def on_call_done(self, rid: int, fut: asyncio.Future[Any]) -> None:
         # Only reached when the future ended other than by a reply: the caller cancelled it.
@@ -386,28 +439,49 @@ class _Connection(asyncio.Protocol):
     # --- heartbeats ---
     def _schedule_heartbeat(self) -> None:
         c = self.client
-        tick = min(c.heartbeat_interval, c.heartbeat_timeout or c.heartbeat_interval) / 4
-        self.heartbeat = self.loop.call_later(max(tick, 0.01), self._on_heartbeat)
+        periods = [p for p in (c.heartbeat_interval, c.heartbeat_timeout) if p]
+        self.heartbeat = self.loop.call_later(max(min(periods) / 4, 0.01), self._on_heartbeat)
 
     def _on_heartbeat(self) -> None:
         if self.closed:
             return
         c = self.client
-        silent = self.loop.time() - self.last_heard
-        if c.heartbeat_timeout and silent >= c.heartbeat_timeout:
-            self.fail_all(
-                RpcError(
-                    ErrorCode.CONNECTION_CLOSED,
-                    f"heard nothing from the server for {c.heartbeat_timeout} s",
-                )
+        now = self.loop.time()
+        # Our writes: unsent bytes that do not move for heartbeat_timeout close the connection,
+        # however much the server sends meanwhile. A socket whose buffer was full and took
+        # more proves the server alive (it acknowledged bytes, so it reads); one with room
+        # takes bytes from a dead peer too, which proves nothing.
+        buffered = self.out.buffered()
+        accepted = self.out.handed - buffered
+        moved = accepted != self.accepted_seen
+        self.accepted_seen = accepted
+        if moved and self.backlogged:
+            self.write_moved = now
+        self.backlogged = buffered > 0
+        unsent = self.out.queued + buffered
+        if not unsent or moved:
+            self.stuck_since = now
+        elif c.heartbeat_timeout and now - self.stuck_since >= c.heartbeat_timeout:
+            return self._close_dead(
+                f"the server read nothing of what was sent for {c.heartbeat_timeout} s "
+                f"({unsent} bytes unsent)"
             )
-            self.abort()
-            return
-        if silent >= c.heartbeat_interval and not self.ping_outstanding:
-            self.ping_outstanding = True
-            self.client.pings_sent += 1
-            self.send_control(fr.PING, 0)
+        # Hearing from the server. (Without heartbeat_interval we never ping, so silence
+        # proves nothing.)
+        if c.heartbeat_interval:
+            silent = now - max(self.last_heard, self.write_moved)
+            if c.heartbeat_timeout and silent >= c.heartbeat_timeout:
+                why = f"heard nothing from the server for {c.heartbeat_timeout} s"
+                return self._close_dead(why)
+            if now - self.last_heard >= c.heartbeat_interval and not self.ping_outstanding:
+                self.ping_outstanding = True
+                self.client.pings_sent += 1
+                self.send_control(fr.PING, 0)
         self._schedule_heartbeat()
+
+    def _close_dead(self, why: str) -> None:
+        self.fail_all(RpcError(ErrorCode.CONNECTION_CLOSED, why))
+        self.abort()
 
 
 class StreamCall:
@@ -429,21 +503,24 @@ class StreamCall:
             raise RpcError(ErrorCode.INVALID_ARGUMENT, f"{s.fn.name} takes no stream")
         if s.wrote_end:
             raise RpcError(ErrorCode.INVALID_ARGUMENT, "write() after done_writing()")
-        body = bytearray()
+        frame = bytearray(fr.HEADER_SIZE)  # the header is filled in front of the item
         try:
-            codec.enc(item, body)
+            codec.enc(item, frame)
         except (TypeError, ValueError, AttributeError) as e:
             raise RpcError(ErrorCode.INVALID_ARGUMENT, f"cannot encode the item: {e}") from None
         while s.credit <= 0 and not s.ended:
             s.credit_waiter = s.conn.loop.create_future()
             await s.credit_waiter
+        if not s.ended:
+            await s.conn.writable(s.fn.name, None)
         if s.ended:
             raise s.error or RpcError(ErrorCode.CANCELLED, "the stream has ended")
-        cost = 32 + len(body)
+        cost = len(frame)
         if cost - 32 > s.conn.max_frame:
             raise RpcError(ErrorCode.MESSAGE_TOO_LARGE, "stream item over max_frame_size")
         s.credit -= cost
-        s.conn.write(fr.header(fr.STREAM_ITEM, s.rid, body_len=len(body)) + body)
+        fr.header_into(frame, fr.STREAM_ITEM, s.rid, body_len=cost - 32)
+        s.conn.write(frame)
 
     async def done_writing(self) -> None:
         """Tells the server no more items come (stream_end)."""
@@ -491,7 +568,10 @@ class Client:
         stream_window: int = fr.INITIAL_STREAM_CREDIT,
         max_in_flight: int | None = None,
         send_cancel: bool = True,
+        write_buffer_limit: int = DEFAULT_WRITE_BUFFER_LIMIT,
     ) -> None:
+        if write_buffer_limit < 0:
+            raise ValueError("write_buffer_limit must be 0 or more")
         self.request_timeout = request_timeout
         self.max_frame_size = max_frame_size
         self.heartbeat_interval = heartbeat_interval or 0.0
@@ -499,6 +579,7 @@ class Client:
         self.stream_window = stream_window
         self.max_in_flight = max_in_flight
         self.send_cancel = send_cancel
+        self.write_buffer_limit = write_buffer_limit
         self.pings_sent = 0
         self.server_reactors: int | None = None  # with connect(..., ask_server_reactors=True)
         self._conn: _Connection | None = None
@@ -515,11 +596,15 @@ class Client:
         conn = self._conn
         if conn is None:
             return
-        if conn.out:
-            conn.flush()
+        conn.out.flush()  # what the socket takes now still goes out
         conn.fail_all(RpcError(ErrorCode.CONNECTION_CLOSED, "the client closed the connection"))
         if conn.transport is not None:
             conn.transport.close()
+
+    @property
+    def write_buffer_size(self) -> int:
+        """Bytes written to the connection that the operating system has not taken yet."""
+        return 0 if self._conn is None else self._conn.out.unsent()
 
     @property
     def closed(self) -> bool:
@@ -557,21 +642,23 @@ class Client:
     ) -> tuple[_Connection, int, float | None]:
         """Encodes and queues the request frame; returns the connection, id and timeout."""
         conn = self._conn_or_raise()
+        if trace is None:
+            trace = current_trace()
+        traced = trace is not None and trace.valid
+        # The header (and trace context) are filled in front of the arguments afterwards, so
+        # the frame is built in one buffer: no copy of the arguments to prepend them.
+        prefix = fr.HEADER_SIZE + (fr.TRACE_CONTEXT_SIZE if traced else 0)
+        body = bytearray(prefix)
         try:
-            body = fn.encode_args(args)
+            fn.encode_args(args, body)
         except (TypeError, ValueError, AttributeError, OverflowError) as e:
             raise RpcError(
                 ErrorCode.INVALID_ARGUMENT, f"arguments of {fn.name} do not encode: {e}"
             ) from None
         if timeout is _UNSET:
             timeout = self.request_timeout
-        if trace is None:
-            trace = current_trace()
-        flags = 0
-        if trace is not None and trace.valid:
-            flags = fr.FLAG_TRACE
-            body[:0] = trace.wire()
-        total = len(body) + len(attachment)
+        body_len = len(body) - fr.HEADER_SIZE
+        total = body_len + len(attachment)
         if total > conn.max_frame:
             raise RpcError(
                 ErrorCode.MESSAGE_TOO_LARGE,
@@ -579,22 +666,24 @@ class Client:
             )
         rid = self._next_id
         self._next_id = rid + 1
-        head = fr.pack_header(
-            b"CV",
-            2,
+        fr.header_into(
+            body,
             fr.REQUEST,
-            flags,
-            0,
-            fn.signature,
             rid,
-            fn.function_id,
-            len(body),
-            len(attachment),
-            0 if timeout is None else _timeout_ms(timeout),
+            flags=fr.FLAG_TRACE if traced else 0,
+            signature=fn.signature,
+            function_id=fn.function_id,
+            body_len=body_len,
+            attachment_len=len(attachment),
+            timeout_ms=0 if timeout is None else _timeout_ms(timeout),
         )
-        body[:0] = head
+        if traced:
+            assert trace is not None
+            body[fr.HEADER_SIZE : prefix] = trace.wire()
         if attachment:
-            body += attachment
+            # Sent as it is (a bytes object cannot change meanwhile; anything else is copied).
+            conn.write(body, attachment if type(attachment) is bytes else bytes(attachment))
+            return conn, rid, timeout
         conn.write(body)
         return conn, rid, timeout
 
@@ -635,6 +724,16 @@ class Client:
         conn.calls[rid] = call
         return fut
 
+    async def _writable(self, f: Remote[..., Any], timeout: float | None) -> float | None:
+        """Waits while the connection is over write_buffer_limit; the call's deadline runs
+        meanwhile (returns what is left of it)."""
+        conn = self._conn
+        if conn is None or not conn.out.paused:
+            return timeout
+        if timeout is _UNSET:
+            timeout = self.request_timeout
+        return await conn.writable(f.name, timeout)
+
     async def call(
         self,
         f: Remote[..., R],
@@ -644,7 +743,9 @@ class Client:
         trace: TraceContext | None = None,
     ) -> R:
         """Calls f(*args) and returns its result; raises RpcError. `timeout` (seconds) is the
-        call's deadline, also sent to the server; cancelling the awaiting task sends a cancel."""
+        call's deadline, also sent to the server; cancelling the awaiting task sends a cancel.
+        While the connection is over write_buffer_limit, it waits before sending."""
+        timeout = await self._writable(f, timeout)
         result: R = await self._send(f, args, timeout, attachment, trace, False)
         return result
 
@@ -657,6 +758,7 @@ class Client:
         trace: TraceContext | None = None,
     ) -> Reply[R]:
         """As call(), with the reply's attachment: Reply(value, attachment)."""
+        timeout = await self._writable(f, timeout)
         result: Reply[R] = await self._send(f, args, timeout, attachment, trace, True)
         return result
 
@@ -697,6 +799,9 @@ class Client:
     ) -> AsyncIterator[T]:
         """The items of a server stream, as they come. Leaving the loop early (break, an
         exception, the task cancelled) cancels the stream on the server."""
+        if timeout is _UNSET:
+            timeout = None
+        timeout = await self._writable(f, timeout)
         s = self._open(f, args, timeout, trace)
         try:
             while True:
@@ -781,6 +886,9 @@ async def connect(
         except asyncio.TimeoutError:
             await client.close()
             raise RpcError(ErrorCode.CONNECT_FAILED, f"{endpoint}: no pong") from None
+        except RpcError:
+            await client.close()
+            raise
         finally:
             conn.pong_waiter = None
     return client

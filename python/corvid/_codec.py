@@ -31,7 +31,10 @@ class DecodeError(Exception):
 
 
 Encoder = Callable[[Any, bytearray], None]
-Decoder = Callable[[bytes, int, int], "tuple[Any, int]"]
+# What decoders read: a frame's bytes, or a view of them (decoding from a view copies
+# nothing until the decoded values are made).
+Buffer = Union[bytes, bytearray, memoryview]
+Decoder = Callable[[Buffer, int, int], "tuple[Any, int]"]
 
 
 @dataclasses.dataclass
@@ -63,7 +66,7 @@ def varint_bytes(n: int) -> bytes:
     return bytes(out)
 
 
-def get_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def get_varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
     if pos >= end:
         raise DecodeError("truncated", "varint")
     b = buf[pos]
@@ -88,7 +91,7 @@ def get_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def get_count(buf: bytes, pos: int, end: int, min_size: int) -> tuple[int, int]:
+def get_count(buf: Buffer, pos: int, end: int, min_size: int) -> tuple[int, int]:
     """A length or count, checked against the bytes left before anything is allocated
     (zero-byte elements count as one byte, so a bare count cannot make us loop)."""
     n, pos = get_varint(buf, pos, end)
@@ -130,7 +133,7 @@ def _scalar(s: Scalar) -> Codec:
         except struct.error as e:
             raise ValueError(f"{v!r} is not a valid {s.name}: {e}") from None
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         if end - pos < size:
             raise DecodeError("truncated", s.name)
         return unpack_from(buf, pos)[0], pos + size
@@ -150,7 +153,7 @@ def _bool() -> Codec:
     def enc(v: Any, out: bytearray) -> None:
         out.append(1 if v else 0)
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         if pos >= end:
             raise DecodeError("truncated", "bool")
         b = buf[pos]
@@ -171,7 +174,7 @@ def _str() -> Codec:
             put_varint(out, n)
         out += b
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         n, pos = get_count(buf, pos, end, 1)
         try:
             return str(buf[pos : pos + n], "utf-8"), pos + n
@@ -186,7 +189,7 @@ def _bytes() -> Codec:
         put_varint(out, len(v))
         out += v
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         n, pos = get_count(buf, pos, end, 1)
         return bytes(buf[pos : pos + n]), pos + n
 
@@ -220,7 +223,7 @@ def _list(elem: Codec, fixed: int | None) -> Codec:
             for x in v:
                 e_enc(x, out)
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         if fixed is None:
             n, pos = get_count(buf, pos, end, e_min)
         else:
@@ -255,7 +258,7 @@ def _map(k: Codec, v: Codec) -> Codec:
             k_enc(key, out)
             v_enc(m[key], out)
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         n, pos = get_count(buf, pos, end, pair_min)
         out: dict[Any, Any] = {}
         for _ in range(n):
@@ -283,7 +286,7 @@ def _set(k: Codec) -> Codec:
         for key in keys:
             k_enc(key, out)
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         n, pos = get_count(buf, pos, end, k_min)
         out: set[Any] = set()
         for _ in range(n):
@@ -308,7 +311,7 @@ def _optional(inner: Codec) -> Codec:
             out.append(1)
             i_enc(v, out)
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         if pos >= end:
             raise DecodeError("truncated", "optional")
         tag = buf[pos]
@@ -334,7 +337,7 @@ def _monostate(as_none: bool) -> Codec:
     def enc(v: Any, out: bytearray) -> None:
         pass
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         return value, pos
 
     return Codec("()", enc, dec, 0, lambda: value, lambda v: v is None or isinstance(v, Monostate))
@@ -357,7 +360,7 @@ def _variant(alts: list[Codec]) -> Codec:
                 return
         raise ValueError(f"{v!r} matches no alternative of <{'|'.join(a.canonical for a in alts)}>")
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         i, pos = get_varint(buf, pos, end)
         if i >= n_alts:
             raise DecodeError("unknown_alternative", f"variant alternative {i} of {n_alts}")
@@ -382,7 +385,7 @@ def _tuple(elems: list[Codec]) -> Codec:
         for c, x in zip(elems, v):
             c.enc(x, out)
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         out = []
         for c in elems:
             x, pos = c.dec(buf, pos, end)
@@ -408,7 +411,7 @@ def _enum(cls: type[enum.Enum]) -> Codec:
     def enc(v: Any, out: bytearray) -> None:
         u_enc(v.value if isinstance(v, enum.Enum) else v, out)
 
-    def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+    def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
         raw, pos = u_dec(buf, pos, end)
         try:
             return cls(raw), pos
@@ -463,7 +466,7 @@ def _dataclass(cls: type) -> Codec:
         for nm, c in zip(names, codecs):
             c.enc(getattr(v, nm), out)
 
-    def dec_fields(buf: bytes, pos: int, end: int, evolvable: bool) -> tuple[Any, int]:
+    def dec_fields(buf: Buffer, pos: int, end: int, evolvable: bool) -> tuple[Any, int]:
         vals = []
         for i in range(n_fields):
             if evolvable and pos == end:
@@ -478,7 +481,7 @@ def _dataclass(cls: type) -> Codec:
         def enc(v: Any, out: bytearray) -> None:
             enc_fields(v, out)
 
-        def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+        def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
             return dec_fields(buf, pos, end, False)
 
         canonical = f"frozen {name}{{" + ",".join(c.canonical for c in codecs) + "}"
@@ -491,7 +494,7 @@ def _dataclass(cls: type) -> Codec:
             put_varint(out, len(body))
             out += body
 
-        def dec(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+        def dec(buf: Buffer, pos: int, end: int) -> tuple[Any, int]:
             n, pos = get_varint(buf, pos, end)
             if n > end - pos:
                 raise DecodeError("truncated", f"struct {name} of {n} bytes")
@@ -576,7 +579,7 @@ def encode(tp: Any, value: Any) -> bytes:
     return bytes(out)
 
 
-def decode(tp: Any, data: bytes) -> Any:
+def decode(tp: Any, data: Buffer) -> Any:
     """One value that must use up all of `data` (else DecodeError trailing_bytes)."""
     value, pos = codec_for(tp).dec(data, 0, len(data))
     if pos != len(data):

@@ -7,7 +7,7 @@ import inspect
 import typing
 from typing import Any, Callable, Generic, ParamSpec, TypeVar, get_args, get_origin, overload
 
-from ._codec import Codec, DecodeError, codec_for
+from ._codec import Buffer, Codec, DecodeError, codec_for
 from ._frame import fingerprint, fnv1a32
 from ._types import Stream
 
@@ -26,16 +26,18 @@ class Resolved:
     out_item: Codec | None  # server stream items (-> Stream[T])
     in_item: Codec | None  # client stream items (last parameter Stream[U])
 
-    def encode_args(self, args: tuple[Any, ...]) -> bytearray:
+    def encode_args(self, args: tuple[Any, ...], out: bytearray | None = None) -> bytearray:
+        """The arguments' bytes, appended to `out` (a new buffer if None)."""
         params = self.params
         if len(args) != len(params):
             raise TypeError(f"{self.name} takes {len(params)} argument(s), {len(args)} given")
-        out = bytearray()
+        if out is None:
+            out = bytearray()
         for c, a in zip(params, args):
             c.enc(a, out)
         return out
 
-    def decode_result(self, body: bytes) -> Any:
+    def decode_result(self, body: Buffer) -> Any:
         c = self.result
         if c is None:
             if body:

@@ -363,6 +363,15 @@ def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
             assert await frame() == block("stream_end_frame")
             w.write(header_only_response(0x0000000100000007))
             await exchange("traced_echo_request", "traced_echo_response")
+            # The client has no way to set an unknown flag: its plain echo("hello") is the
+            # doc's request but for the version and flags bytes, and the header with those
+            # flags, built by the same code, is the doc's.
+            want = block("unknown_flag_request")
+            assert header(REQUEST, 0x0000000100000009, flags=0x12, signature=0xC3F0,
+                          function_id=corvid.fnv1a32("echo"), body_len=6) == want[:32]
+            got = await frame()
+            assert got[:2] + b"\x03" + got[3:4] + b"\x12" + got[5:] == want
+            w.write(block("unknown_flag_response"))
             assert await frame() == block("ping_frame")  # a heartbeat
             w.write(block("pong_frame"))
             w.write(block("protocol_error_response"))
@@ -391,6 +400,10 @@ def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
             assert [x async for x in s] == []
         with corvid.trace_scope("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"):
             assert await c.call(echo, "hello") == "hello"
+        with pytest.raises(corvid.RpcError) as e:
+            await c.call(echo, "hello")
+        assert (e.value.code, e.value.message) == (
+            4, "unknown must-understand flag bit 0x02 (flags 0x12)")
         c.heartbeat_interval = 0.01  # now ping, as a heartbeat does after silence
         c._conn._schedule_heartbeat()  # type: ignore[union-attr]
         err = await c.wait_closed()
