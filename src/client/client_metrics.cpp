@@ -1,10 +1,15 @@
 #include "corvid/client/client_metrics.hpp"
 
+#include <algorithm>
+
 #include "../metrics/client_registry.hpp"
 
 namespace corvid {
 
-client_metrics::client_metrics() : registry_(std::make_unique<metrics::client_registry>()) {}
+client_metrics::client_metrics(std::chrono::milliseconds endpoint_linger,
+                               std::size_t max_endpoint_series)
+    : registry_(std::make_unique<metrics::client_registry>(
+          endpoint_linger, std::max<std::size_t>(max_endpoint_series, 1))) {}
 
 client_metrics::~client_metrics() = default;
 

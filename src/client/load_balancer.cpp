@@ -80,12 +80,17 @@ detail::detached warm_up(std::weak_ptr<Node> weak, pool_config config) {
 
 }  // namespace
 
+load_balancer::node::~node() {
+  if (metrics != nullptr) registry->release(*metrics);
+}
+
 std::shared_ptr<load_balancer::node> load_balancer::make_node(lb_endpoint endpoint, bool trusted) {
   auto n = std::make_shared<node>();
   n->pool = client_pool::create(endpoint.address, config_.pool);
   // config_ holds the metrics object, and so the counters, for the balancer's lifetime.
   if (auto* r = detail::client_metrics_access::registry(config_.pool.client.metrics)) {
     n->metrics = &r->balancer(endpoint.address);
+    n->registry = r;
   }
   n->endpoint = std::move(endpoint);
   if (n->endpoint.weight == 0) n->endpoint.weight = 1;
@@ -151,7 +156,7 @@ bool load_balancer::add_endpoint(lb_endpoint endpoint) {
   });
   if (known) return false;
   if (nodes.size() >= config_.max_endpoints) {
-    rejected_over_limit_.fetch_add(1, std::memory_order_relaxed);
+    count_over_limit(1);
     return false;
   }
   nodes.push_back(make_node(std::move(endpoint), true));  // named by the user: trusted
@@ -196,6 +201,8 @@ void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
       // serving with what worked until the grace ends or a non-empty update arrives.
       if (current->hold_until == steady::time_point{}) {
         empty_updates_held_.fetch_add(1, std::memory_order_relaxed);
+        if (auto* r = detail::client_metrics_access::registry(config_.pool.client.metrics))
+          r->empty_update_held();
         std::fprintf(
             stderr, "corvid: discovery listed no endpoint; keeping the last %zu for %lld ms\n",
             current->nodes.size(), static_cast<long long>(config_.empty_update_grace.count()));
@@ -234,13 +241,19 @@ void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
     publish_locked(std::move(nodes), {});
   }
   if (over_limit > 0) {
-    rejected_over_limit_.fetch_add(over_limit, std::memory_order_relaxed);
+    count_over_limit(over_limit);
     std::fprintf(stderr,
                  "corvid: discovery listed %zu endpoints over lb_config::max_endpoints (%zu); "
                  "they are not followed\n",
                  over_limit, config_.max_endpoints);
   }
   for (auto& n : gone) retire(*n);
+}
+
+void load_balancer::count_over_limit(std::size_t n) {
+  rejected_over_limit_.fetch_add(n, std::memory_order_relaxed);
+  if (auto* r = detail::client_metrics_access::registry(config_.pool.client.metrics))
+    r->discovery_rejected(metrics::discovery_reject::over_limit, n);
 }
 
 void load_balancer::expire_hold(const view* held) {

@@ -44,18 +44,47 @@ client_method_stats* client_registry::create(client_method_table& table, std::ui
   return table.insert(id, name);
 }
 
-pool_counters& client_registry::pool(const std::string& endpoint) {
+namespace {
+std::int64_t now_ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+}  // namespace
+
+template <class Counters>
+Counters& client_registry::use(std::map<std::string, std::unique_ptr<Counters>>& entries,
+                               const std::string& endpoint) {
   std::lock_guard lk(mutex_);
-  auto& p = pools_[endpoint];
-  if (!p) p = std::make_unique<pool_counters>();
-  return *p;
+  auto it = entries.find(endpoint);
+  if (it == entries.end()) {
+    if (entries.size() >= max_endpoint_series_) prune_locked();
+    const bool room = entries.size() < max_endpoint_series_;
+    it = entries.try_emplace(room ? endpoint : std::string("other")).first;
+    if (!it->second) it->second = std::make_unique<Counters>();
+  }
+  it->second->users.fetch_add(1, std::memory_order_relaxed);
+  return *it->second;
 }
 
+pool_counters& client_registry::pool(const std::string& endpoint) { return use(pools_, endpoint); }
+
 lb_counters& client_registry::balancer(const std::string& endpoint) {
-  std::lock_guard lk(mutex_);
-  auto& b = balancers_[endpoint];
-  if (!b) b = std::make_unique<lb_counters>();
-  return *b;
+  return use(balancers_, endpoint);
+}
+
+void client_registry::release(series_use& entry) noexcept {
+  // Stamped before the count drops: a prune that sees 0 users sees this time too.
+  entry.unused_since.store(now_ticks(), std::memory_order_relaxed);
+  entry.users.fetch_sub(1, std::memory_order_release);
+}
+
+void client_registry::prune_locked() const {
+  const auto linger =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(endpoint_linger_).count();
+  const auto now = now_ticks();
+  auto unused = [&](const auto& kv) {
+    return kv.second->users.load(std::memory_order_acquire) == 0 &&
+           now - kv.second->unused_since.load(std::memory_order_relaxed) >= linger;
+  };
+  std::erase_if(pools_, unused);
+  std::erase_if(balancers_, unused);
 }
 
 client_snapshot client_registry::snapshot() const {
@@ -63,9 +92,11 @@ client_snapshot client_registry::snapshot() const {
   out.connects_ok = connects_ok_.load(std::memory_order_relaxed);
   out.connects_failed = connects_failed_.load(std::memory_order_relaxed);
   out.discovery_rejected = discovery_rejected_.load();
+  out.empty_updates_held = empty_updates_held_.load(std::memory_order_relaxed);
   std::map<std::uint32_t, client_method_row> rows;
   {
     std::lock_guard lk(mutex_);
+    prune_locked();
     for (const auto& [id, t] : retired_) rows[id].totals = t;
     for (const client_recorder* r : live_) {
       if (r->open()) ++out.connections;

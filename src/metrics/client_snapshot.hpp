@@ -35,6 +35,7 @@ struct client_snapshot {
   std::vector<pool_row> pools;                                             // by endpoint
   std::vector<lb_row> balancers;                                           // by endpoint
   std::array<std::uint64_t, discovery_reject_count> discovery_rejected{};  // by reason
+  std::uint64_t empty_updates_held = 0;
 };
 
 std::string prometheus_text(const client_snapshot& s);

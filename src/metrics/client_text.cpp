@@ -55,6 +55,10 @@ std::string prometheus_text(const client_snapshot& s) {
     w.sample("corvid_discovery_rejected_total",
              {{"reason", to_string(static_cast<discovery_reject>(r))}}, d(s.discovery_rejected[r]));
   }
+  w.single("corvid_lb_empty_updates_held_total", "counter",
+           "Discovery updates listing no endpoint that a balancer held for its grace, keeping "
+           "the endpoints it had.",
+           d(s.empty_updates_held));
 
   if (!s.pools.empty()) {
     w.family("corvid_pool_connections", "gauge", "Open connections of client pools, by endpoint.");

@@ -225,6 +225,38 @@ TEST(client_metrics, balancer_counts_an_ejection_by_endpoint) {
   EXPECT_TRUE(rc == 0 || rc == 77) << "parse_exposition.py exited " << rc;
 }
 
+// Registry churn: endpoints that come and go leave /metrics once nothing follows them, and
+// the series of endpoints still followed are bounded (the rest share endpoint="other").
+TEST(client_metrics, endpoint_series_leave_once_unused_and_are_capped) {
+  auto m = std::make_shared<corvid::client_metrics>(50ms, 8);
+  corvid::lb_config cfg;
+  cfg.pool.client.metrics = m;
+  cfg.follow_health = false;
+  cfg.pool.idle_timeout = 0ms;
+  auto lb = corvid::load_balancer::create({}, cfg);
+  auto series = [&] {
+    const std::string t = m->prometheus_text();
+    std::size_t n = 0;
+    for (std::size_t at = t.find("\ncorvid_lb_failures_total{"); at != std::string::npos;
+         at = t.find("\ncorvid_lb_failures_total{", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_TRUE(lb->add_endpoint({"127.0.0.2:" + std::to_string(20000 + round * 10 + i)}));
+    }
+    EXPECT_LE(series(), 9u) << "8 endpoints and \"other\"";
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_TRUE(lb->remove_endpoint("127.0.0.2:" + std::to_string(20000 + round * 10 + i)));
+    }
+  }
+  EXPECT_TRUE(has_line(m->prometheus_text(), "corvid_lb_failures_total{endpoint=\"other\"} 0"));
+  // Nothing is followed now: after the linger every endpoint's series is gone.
+  EXPECT_TRUE(eventually([&] { return series() == 0; }, 10s)) << m->prometheus_text();
+}
+
 TEST(client_metrics, a_server_shows_its_client_metrics_on_one_scrape) {
   auto m = std::make_shared<corvid::client_metrics>();
   test_server backend;

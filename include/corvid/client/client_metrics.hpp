@@ -12,6 +12,8 @@
 // errors by rpc_errc, latency from submission to result, calls in flight, request and reply
 // bytes; per client: connects and open connections; per pool and balancer endpoint: its
 // connections, connects, retries and ejections (README, "Operating corvid").
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -27,7 +29,11 @@ struct discovery_metrics_access;  // src/discovery: its sources count the entrie
 
 class client_metrics {
  public:
-  client_metrics();
+  // Per-endpoint series (pool_*, lb_*) of an endpoint no pool or balancer uses any more leave
+  // the exposition after `endpoint_linger`; past `max_endpoint_series` endpoints (of pools,
+  // and of balancers), further ones are counted together under endpoint="other".
+  explicit client_metrics(std::chrono::milliseconds endpoint_linger = std::chrono::minutes(5),
+                          std::size_t max_endpoint_series = 4096);
   ~client_metrics();
   client_metrics(const client_metrics&) = delete;
   client_metrics& operator=(const client_metrics&) = delete;

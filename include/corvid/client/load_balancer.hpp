@@ -29,7 +29,8 @@ namespace corvid {
 
 namespace metrics {
 struct lb_counters;  // src/metrics: an endpoint's balancer counters (client_config::metrics)
-}
+class client_registry;
+}  // namespace metrics
 namespace discovery {
 class endpoint_source;  // src/discovery: what open() follows
 }
@@ -143,13 +144,19 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
  private:
   using steady = std::chrono::steady_clock;
   struct node {
+    node() = default;
+    node(const node&) = delete;
+    node& operator=(const node&) = delete;
+    ~node();               // gives its metrics entry back
     lb_endpoint endpoint;  // address fixed; id and weight change under the balancer's mutex
     std::shared_ptr<client_pool> pool;
     std::atomic<unsigned> weight{1};
     std::atomic<std::size_t> in_flight{0};
     std::atomic<std::uint64_t> calls{0}, failures{0};
     detail::endpoint_health health;
-    metrics::lb_counters* metrics = nullptr;            // null: metrics off
+    metrics::lb_counters* metrics = nullptr;  // null: metrics off
+    // Kept alive by the pool's configuration, which holds the metrics object.
+    metrics::client_registry* registry = nullptr;
     std::shared_ptr<detail::health_follower> follower;  // null: follow_health off
     // Has answered (a connect, a call or its health watch), or was named by the user: only
     // then does it take calls while others that have answered are usable.
@@ -189,6 +196,7 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
   void publish_locked(std::vector<std::shared_ptr<node>> nodes, steady::time_point hold_until);
   // What open()'s source hands over: the whole set, applied as a difference.
   void set_endpoints(std::vector<lb_endpoint> endpoints);
+  void count_over_limit(std::size_t n);
   // An empty update held past lb_config::empty_update_grace is applied now.
   void expire_hold(const view* held);
   // The node's health watch (follow_health); stop it once the node has left the view.
