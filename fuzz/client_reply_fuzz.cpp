@@ -188,6 +188,11 @@ void check_against_first_frame(std::string_view reply, std::uint64_t id,
   }
   if (h.type != protocol::msg_type::response || h.request_id != id) return;
   if (reply.size() < h.frame_size()) return;
+  if ((h.flags & protocol::must_understand_flags) != 0) {  // no such bit of a response is known
+    check(!got.has_value() && got.error().code() == rpc_errc::protocol_error,
+          "a reply with an unknown must-understand flag bit was accepted");
+    return;
+  }
   const std::string_view body = reply.substr(protocol::header_size, h.body_length);
   const std::string_view attachment =
       reply.substr(protocol::header_size + h.body_length, h.attachment_length);

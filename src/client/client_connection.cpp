@@ -735,6 +735,33 @@ void client_connection::reply_role::on_partial_frame(const protocol::frame_heade
 
 frame_verdict client_connection::reply_role::on_frame(const protocol::frame_header& h,
                                                       const char* body) {
+  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
+    // No must-understand bit of a server's frame is known: its call or stream ends with
+    // protocol_error (a stream's server is told, by a cancel), a ping or pong is not acted on,
+    // and the connection goes on: the frame's lengths are good.
+    call_base* call = nullptr;
+    bool deferred = false;
+    {
+      std::lock_guard lk(c.mutex_);
+      call_base* found = c.calls_.find(h.request_id);
+      const bool response = h.type == protocol::msg_type::response;
+      const bool of_stream =
+          h.type == protocol::msg_type::stream_item || h.type == protocol::msg_type::stream_credit;
+      if (found != nullptr && (response || (of_stream && found->as_stream() != nullptr))) {
+        call = c.take_call(h.request_id);
+        deferred = call->completion_deferred = call->pinned;
+        metrics::client_recorder::ended(*call, rpc_errc::protocol_error, h.frame_size(),
+                                        c.read_at_);
+        if (!response && c.config_.send_cancel && c.open_)
+          c.queue_control_locked(protocol::make_cancel(h.request_id));  // on_read flushes
+      }
+    }
+    if (call != nullptr) {
+      call->set_error({rpc_errc::protocol_error, protocol::describe_unknown_must_understand(h)});
+      finish_call(call, deferred);
+    }
+    return frame_verdict::next;
+  }
   if (h.type != protocol::msg_type::response) [[unlikely]] {
     if (h.type == protocol::msg_type::stream_item || h.type == protocol::msg_type::stream_credit) {
       c.on_stream_frame(h, body);

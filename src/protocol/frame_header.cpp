@@ -1,6 +1,7 @@
 #include "corvid/protocol/frame_header.hpp"
 
 #include <bit>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -42,13 +43,22 @@ std::string_view to_string(header_errc e) noexcept {
     case header_errc::bad_magic:
       return "bad magic (not a corvid stream)";
     case header_errc::bad_version:
-      return "unsupported protocol version (this build speaks corvid protocol version 2)";
+      return "unsupported protocol version (this build speaks corvid protocol versions 2 and 3)";
     case header_errc::bad_type:
       return "unknown message type";
     case header_errc::too_large:
       return "frame exceeds the maximum size";
   }
   return "unknown header error";
+}
+
+std::string describe_unknown_must_understand(const frame_header& h) {
+  const std::uint8_t unknown = unknown_must_understand(h);
+  const unsigned lowest = unknown == 0 ? 0u : 1u << std::countr_zero(unknown);
+  char msg[64];
+  std::snprintf(msg, sizeof msg, "unknown must-understand flag bit 0x%02x (flags 0x%02x)", lowest,
+                static_cast<unsigned>(h.flags));
+  return msg;
 }
 
 // Layout (offsets in bytes): 0 magic "CV", 2 version, 3 type, 4 flags, 5 status,
@@ -58,7 +68,9 @@ std::string_view to_string(header_errc e) noexcept {
 void encode_header(const frame_header& h, char* out) noexcept {
   out[0] = static_cast<char>(magic0);
   out[1] = static_cast<char>(magic1);
-  out[2] = static_cast<char>(current_version);
+  // A peer of version 2 would take the bit for one it may ignore: version 3 makes it refuse.
+  const bool must_understand = (h.flags & must_understand_flags) != 0;
+  out[2] = static_cast<char>(must_understand ? current_version : base_version);
   out[3] = static_cast<char>(h.type);
   out[4] = static_cast<char>(h.flags);
   out[5] = static_cast<char>(h.status);
@@ -76,7 +88,8 @@ header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_p
   if (static_cast<std::uint8_t>(in[0]) != magic0 || static_cast<std::uint8_t>(in[1]) != magic1) {
     return header_errc::bad_magic;
   }
-  if (static_cast<std::uint8_t>(in[2]) != current_version) return header_errc::bad_version;
+  const auto version = static_cast<std::uint8_t>(in[2]);
+  if (version != base_version && version != current_version) return header_errc::bad_version;
   const auto type = static_cast<std::uint8_t>(in[3]);
   if (type < static_cast<std::uint8_t>(msg_type::request) || type > max_msg_type) {
     return header_errc::bad_type;

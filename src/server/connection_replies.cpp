@@ -44,7 +44,14 @@ metrics::method_stats* server_connection::running_call_metrics(std::uint64_t req
   return entry == nullptr ? nullptr : &metrics_.shard()->at(entry->index);
 }
 
-bool server_connection::read_trace(const protocol::frame_header& h, request_view& req) {
+bool server_connection::read_flags(const protocol::frame_header& h, request_view& req) {
+  // A bit this build does not know may change what the body holds (as the trace flag does):
+  // refused whole, before a byte of it is read as arguments.
+  if (protocol::unknown_must_understand(h) != 0) {
+    reply_error(h.request_id, rpc_errc::bad_request, protocol::describe_unknown_must_understand(h));
+    return false;
+  }
+  if ((h.flags & protocol::flag_trace) == 0) return true;
   if (req.body.size() < protocol::trace_prefix_size) {
     reply_error(h.request_id, rpc_errc::bad_request,
                 "the trace flag is set but the body is shorter than a trace context (" +

@@ -174,6 +174,12 @@ void server_connection::on_rdma_setup(const protocol::frame_header& h, const cha
     fail(0, rpc_errc::protocol_error, "RDMA is not enabled on this server (rpc_server::init_ibv)");
     return;
   }
+  if (protocol::unknown_must_understand(h) != 0) {  // a setup this build cannot read
+    pending_.append(
+        rdma::setup_frame(rpc_errc::bad_request, protocol::describe_unknown_must_understand(h)));
+    stop_reading_ = true;  // closes once the refusal is written
+    return;
+  }
   std::string answer;
   std::error_code ec;
   const auto remote = stream_.socket().remote_endpoint(ec);

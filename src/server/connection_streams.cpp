@@ -33,6 +33,13 @@ bool server_connection::on_stream_frame(const protocol::frame_header& h, const c
   request_context* ctx = running_.find(h.request_id);
   stream_link* link = ctx == nullptr ? nullptr : request_context_access::stream(*ctx);
   if (link == nullptr) return true;  // its stream has ended: the client learns from its reply
+  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
+    // No must-understand bit of a stream frame is known: what the frame means is unknown, so
+    // the stream cannot go on (other calls can: the frame's lengths are good).
+    reply_error(h.request_id, rpc_errc::bad_request, protocol::describe_unknown_must_understand(h));
+    request_context_access::cancel(*ctx);
+    return true;
+  }
   switch (h.type) {
     case protocol::msg_type::stream_item: {
       const std::size_t cost = protocol::stream_item_cost(h.body_length);

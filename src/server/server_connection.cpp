@@ -296,8 +296,8 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
                    std::string_view(payload + h.body_length, h.attachment_length)};
   metrics_.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method, h.request_id,
                  h.payload_size(), read_time_);
-  if ((h.flags & protocol::flag_trace) != 0) [[unlikely]] {
-    if (!read_trace(h, req)) {
+  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
+    if (!read_flags(h, req)) {
       metrics_.end_dispatch();
       return;
     }
@@ -331,6 +331,10 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
 }
 
 void server_connection::on_control(const protocol::frame_header& h) {
+  // A cancel or ping with a must-understand bit this build does not know is not acted on: it
+  // gets no reply, and the connection goes on.
+  if (protocol::unknown_must_understand(h) != 0) [[unlikely]]
+    return;
   switch (h.type) {
     case protocol::msg_type::cancel:
       cancel_running(h.request_id);

@@ -36,6 +36,15 @@ std::string traced_echo_request(std::uint64_t id) {
   return out;
 }
 
+// `frame` with its flags byte set to `flags` by encode_header (which then picks the version).
+std::string with_flags(std::string frame, std::uint8_t flags) {
+  frame_header h;
+  decode_header(frame.data(), h, default_max_frame_size);
+  h.flags = flags;
+  encode_header(h, frame.data());
+  return frame;
+}
+
 // name -> bytes, for every vector the doc must contain.
 std::map<std::string, std::string> built_vectors() {
   const std::uint64_t id = first_id;
@@ -71,6 +80,10 @@ std::map<std::string, std::string> built_vectors() {
       {"stream_end_frame", frame({.type = msg_type::stream_end, .request_id = id + 7}, {})},
       {"traced_echo_request", traced_echo_request(id + 8)},
       {"traced_echo_response", response(id + 8, std::string("hello"))},
+      {"unknown_flag_request", with_flags(request<echo>(id + 9, {}, "hello"), 0x12)},
+      {"unknown_flag_response",
+       error_response(id + 9, rpc_errc::bad_request,
+                      "unknown must-understand flag bit 0x02 (flags 0x12)")},
       {"ping_frame", frame({.type = msg_type::ping}, {})},
       {"pong_frame", frame({.type = msg_type::pong, .reactors = 2}, {})},
   };

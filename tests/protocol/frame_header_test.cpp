@@ -15,7 +15,8 @@ constexpr std::uint32_t u32_max = std::numeric_limits<std::uint32_t>::max();
 
 // The format's constants are wire facts: pinned here so a change is a deliberate test edit.
 static_assert(header_size == 32);
-static_assert(magic0 == 'C' && magic1 == 'V' && current_version == 2);
+static_assert(magic0 == 'C' && magic1 == 'V' && current_version == 3 && base_version == 2);
+static_assert(must_understand_flags == 0x0F && flag_trace == 0x01);
 static_assert(default_max_frame_size == 64u * 1024 * 1024);
 static_assert(static_cast<int>(msg_type::request) == 1 &&
               static_cast<int>(msg_type::response) == 2);
@@ -43,7 +44,8 @@ const header_case cases[] = {
       .function_id = 0xdeadbeef,
       .body_length = 0x01020304,
       .attachment_length = 0x0a0b0c0d},
-     "43 56 02 02 a5 07 ef be  ef cd ab 89 67 45 23 01  ef be ad de  04 03 02 01"
+     // flags 0xa5 carry must-understand bits (0x05): sent as version 3.
+     "43 56 03 02 a5 07 ef be  ef cd ab 89 67 45 23 01  ef be ad de  04 03 02 01"
      "  0d 0c 0b 0a  00 00 00 00"},
     {{.type = msg_type::request,
       .status = static_cast<rpc_errc>(0xff),
@@ -138,15 +140,60 @@ TEST(FrameHeader, RejectsBadMagic) {
   EXPECT_EQ(decode_header(http.data(), out, u32_max), header_errc::bad_magic);
 }
 
-// Version 1 (no signature, structs without lengths) is refused with a message that says which
-// version this build speaks.
+// Version 1 (no signature, structs without lengths) and versions after 3 are refused with a
+// message that says which versions this build speaks.
 TEST(FrameHeader, RejectsOtherVersions) {
   EXPECT_EQ(decode_with(2, 0), header_errc::bad_version);
   EXPECT_EQ(decode_with(2, 1), header_errc::bad_version);
-  EXPECT_EQ(decode_with(2, 3), header_errc::bad_version);
+  EXPECT_EQ(decode_with(2, 4), header_errc::bad_version);
   EXPECT_EQ(to_string(header_errc::bad_version),
-            "unsupported protocol version (this build speaks corvid protocol version 2)");
+            "unsupported protocol version (this build speaks corvid protocol versions 2 and 3)");
   EXPECT_EQ(decode_with(2, '\xff'), header_errc::bad_version);
+}
+
+// Both versions decode alike, whatever their flags: the must-understand rule is the
+// receiver's, on both.
+TEST(FrameHeader, AcceptsVersions2And3) {
+  EXPECT_EQ(decode_with(2, 2), header_errc::ok);
+  EXPECT_EQ(decode_with(2, 3), header_errc::ok);
+  std::string bytes = encoded({.flags = 0x01});
+  bytes[2] = 2;  // a traced request of a sender from before version 3
+  frame_header out;
+  ASSERT_EQ(decode_header(bytes.data(), out, u32_max), header_errc::ok);
+  EXPECT_EQ(out.flags, 0x01);
+}
+
+// Version 3 exactly when a must-understand bit (0x0F) is set: optional bits (0xF0) alone
+// leave a frame readable by a version-2 peer.
+TEST(FrameHeader, VersionByteFollowsTheMustUnderstandBits) {
+  for (unsigned f = 0; f <= 0xff; ++f) {
+    const std::string bytes = encoded({.flags = static_cast<std::uint8_t>(f)});
+    EXPECT_EQ(bytes[2], (f & 0x0F) != 0 ? 3 : 2) << f;
+  }
+}
+
+// Per kind: only a request knows a must-understand bit (trace); every other bit 0-3, and
+// every bit of another kind, is unknown. Bits 4-7 are never refused.
+TEST(FrameHeader, UnknownMustUnderstandBitsByKind) {
+  for (std::uint8_t t = 1; t <= max_msg_type; ++t) {
+    const auto type = static_cast<msg_type>(t);
+    const std::uint8_t known = type == msg_type::request ? 0x01 : 0x00;
+    EXPECT_EQ(known_must_understand(type), known);
+    for (unsigned f = 0; f <= 0xff; ++f) {
+      const frame_header h{.type = type, .flags = static_cast<std::uint8_t>(f)};
+      EXPECT_EQ(unknown_must_understand(h), f & 0x0F & ~known) << int{t} << " " << f;
+    }
+  }
+}
+
+// The refusal names the lowest unknown bit, then the whole byte.
+TEST(FrameHeader, DescribesTheLowestUnknownBit) {
+  EXPECT_EQ(describe_unknown_must_understand({.type = msg_type::request, .flags = 0x03}),
+            "unknown must-understand flag bit 0x02 (flags 0x03)");
+  EXPECT_EQ(describe_unknown_must_understand({.type = msg_type::request, .flags = 0xfd}),
+            "unknown must-understand flag bit 0x04 (flags 0xfd)");
+  EXPECT_EQ(describe_unknown_must_understand({.type = msg_type::response, .flags = 0x09}),
+            "unknown must-understand flag bit 0x01 (flags 0x09)");
 }
 
 TEST(FrameHeader, RejectsUnknownTypes) {

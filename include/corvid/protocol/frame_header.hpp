@@ -2,6 +2,7 @@
 // The fixed 32-byte frame header (docs/protocol.md has the byte layout and test vectors).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "corvid/error.hpp"
@@ -11,7 +12,12 @@ namespace corvid::protocol {
 inline constexpr std::uint8_t magic0 = 'C';
 inline constexpr std::uint8_t magic1 = 'V';
 // 2: evolvable structs in bodies (docs/codec.md) and the signature fingerprint at offset 6.
-inline constexpr std::uint8_t current_version = 2;
+// 3: the must-understand flag bits (below). Only a frame that sets one is sent as version 3;
+// every other frame is still sent as base_version, so a peer that speaks only version 2 keeps
+// working for every call that needs nothing it cannot read, and refuses (bad_version) the
+// ones that do. Receivers accept both and apply the must-understand rule to both.
+inline constexpr std::uint8_t current_version = 3;  // the highest spoken
+inline constexpr std::uint8_t base_version = 2;     // sent when no must-understand bit is set
 inline constexpr std::size_t header_size = 32;
 inline constexpr std::uint32_t default_max_frame_size = 64u << 20;  // body + attachment
 
@@ -30,8 +36,12 @@ enum class msg_type : std::uint8_t {
   stream_credit = 9,  // either side: the receiver grants the sender `timeout_ms` more bytes
 };
 inline constexpr std::uint8_t max_msg_type = 9;
-// Flag bits. flag_trace (requests): the body starts with the caller's trace context
-// (docs/protocol.md, "Trace context"). Receivers ignore bits they do not know.
+// Flag bits 0-3 are must-understand: a receiver that does not know a set one for the frame's
+// kind refuses the frame (its meaning depends on the bit: a trace context shifts a request's
+// arguments by 25 bytes). Bits 4-7 are optional: receivers ignore the ones they do not know.
+inline constexpr std::uint8_t must_understand_flags = 0x0F;
+// Requests: the body starts with the caller's trace context (docs/protocol.md, "Trace
+// context"). Must-understand.
 inline constexpr std::uint8_t flag_trace = 0x01;
 // Bytes a stream's server may send before the client grants any (the client's window starts
 // there; a client with a larger one grants the rest as it reads).
@@ -74,7 +84,22 @@ enum class header_errc : std::uint8_t {
 };
 std::string_view to_string(header_errc e) noexcept;
 
-// Writes the header's 32 bytes at `out`.
+// The must-understand bits this build knows for frames of `type`.
+constexpr std::uint8_t known_must_understand(msg_type type) noexcept {
+  return type == msg_type::request ? flag_trace : std::uint8_t{0};
+}
+// The must-understand bits of `h` that this build does not know for its kind: 0 for a frame
+// it may act on. Receivers test `flags & must_understand_flags` first, so the frames that set
+// none (nearly all) cost one test.
+constexpr std::uint8_t unknown_must_understand(const frame_header& h) noexcept {
+  return h.flags & must_understand_flags &
+         static_cast<std::uint8_t>(~known_must_understand(h.type));
+}
+// Why such a frame is refused: "unknown must-understand flag bit 0x02 (flags 0x03)", the
+// lowest unknown bit and the whole byte. Both peers' messages read the same.
+std::string describe_unknown_must_understand(const frame_header& h);
+
+// Writes the header's 32 bytes at `out`: version 3 if it sets a must-understand bit, else 2.
 void encode_header(const frame_header& h, char* out) noexcept;
 // Parses 32 bytes at `in`. On too_large, `out` is still filled (so the reply can name the
 // request id); on other errors its contents are unspecified.
