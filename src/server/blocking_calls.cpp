@@ -22,13 +22,13 @@ rpc_error server_core::start_workers() {
   return {};
 }
 
-bool server_core::submit_blocking(blocking_job& job, reply_channel& ch, std::uint64_t request_id,
-                                  bool light) {
+bool server_core::submit_blocking(blocking_job& job, blocking_lane& lane, reply_channel& ch,
+                                  std::uint64_t request_id, bool light) {
   if (workers_ == nullptr) {  // not reachable: blocking handlers start the pool
     ch.reply_error(request_id, rpc_errc::server_busy, "no worker threads for blocking handlers");
     return false;
   }
-  const worker_pool::refusal r = workers_->submit(job, light);
+  const worker_pool::refusal r = workers_->submit(job, lane, light);
   if (r == worker_pool::refusal::none) [[likely]]
     return true;
   ch.reply_error(request_id, rpc_errc::server_busy, workers_->describe(r));
@@ -36,7 +36,9 @@ bool server_core::submit_blocking(blocking_job& job, reply_channel& ch, std::uin
 }
 
 bool server_connection::submit_blocking(blocking_job& job, std::uint64_t request_id) {
-  if (!core_.submit_blocking(job, *this, request_id, adm_.blocking_light())) return false;
+  if (!core_.submit_blocking(job, blocking_lane_, *this, request_id, adm_.blocking_light())) {
+    return false;
+  }
   // Its place in this connection's share of the queue, until the call ends (call_finished).
   request_context* ctx = running_.find(request_id);
   if (ctx != nullptr) {

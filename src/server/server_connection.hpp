@@ -24,6 +24,7 @@
 #include "../stream/stream_mux.hpp"
 #include "../transport/byte_stream.hpp"
 #include "../transport/frame_stream.hpp"
+#include "blocking_lane.hpp"
 #include "connection_liveness.hpp"
 #include "running_calls.hpp"
 
@@ -189,9 +190,10 @@ class server_connection final : public reply_channel {
     return s != nullptr || !metrics_.on() ? s : running_call_metrics(request_id);
   }
   metrics::method_stats* running_call_metrics(std::uint64_t request_id);
-  // A request with protocol::flag_trace: takes the trace context off its body. False when
-  // the body is too short for one (the request is answered bad_request).
-  [[gnu::cold, gnu::noinline]] bool read_trace(const protocol::frame_header& h, request_view& req);
+  // A request with must-understand flag bits: takes the trace context off its body
+  // (protocol::flag_trace). False when a bit is unknown, or the body is too short for a trace
+  // context: the request is answered bad_request, before anything else reads its body.
+  [[gnu::cold, gnu::noinline]] bool read_flags(const protocol::frame_header& h, request_view& req);
   // The timer (only with a time limit configured): liveness says when and what it finds.
   connection_liveness::view liveness_view() const noexcept;
   bool paused() const noexcept { return adm_.paused(); }
@@ -219,6 +221,7 @@ class server_connection final : public reply_channel {
   using time_point = std::chrono::steady_clock::time_point;
   connection_liveness live_;
   running_calls running_;               // coroutine calls in flight, by request id
+  blocking_lane blocking_lane_;         // its blocking calls waiting for a worker (the pool's)
   method_limit* call_limit_ = nullptr;  // the limit invoke_limited holds for the call starting
   stream_mux streams_;  // streams waiting for queue room or for their lent items' writes
   std::size_t reply_mark_ = 0;

@@ -77,9 +77,10 @@ class server_core : public admin::admin_host {
   void set_method_limit(std::uint32_t id, std::string_view name, std::size_t max_concurrent);
   // The worker pool blocking handlers run on; null unless one is registered and started.
   worker_pool* workers() const noexcept { return workers_.get(); }
-  // Queues a started blocking call, or answers it server_busy (false).
-  // `light`: its connection has almost nothing queued (it may take the queue's reserve).
-  bool submit_blocking(blocking_job& job, reply_channel& ch, std::uint64_t request_id, bool light);
+  // Queues a started blocking call in its connection's `lane`, or answers it server_busy
+  // (false). `light`: its connection has almost nothing queued (it may take the reserve).
+  bool submit_blocking(blocking_job& job, blocking_lane& lane, reply_channel& ch,
+                       std::uint64_t request_id, bool light);
   // Immutable once started, so reactors read it without locks: a lock taken per request
   // by every reactor would serialise them.
   const handler_entry* find(std::uint32_t id) const noexcept {

@@ -30,7 +30,8 @@ worker_pool::worker_pool(std::size_t threads, std::size_t max_queued, std::size_
 
 worker_pool::~worker_pool() { stop(); }
 
-worker_pool::refusal worker_pool::submit(blocking_job& job, bool light) noexcept {
+worker_pool::refusal worker_pool::submit(blocking_job& job, blocking_lane& lane,
+                                         bool light) noexcept {
   job.next = nullptr;
   job.queued_at = std::chrono::steady_clock::now();
   {
@@ -40,8 +41,17 @@ worker_pool::refusal worker_pool::submit(blocking_job& job, bool light) noexcept
       return refusal::length;
     }
     if (queued_ != 0 && queued_bytes_ + job.bytes > max_queued_bytes_) return refusal::bytes;
-    (tail_ != nullptr ? tail_->next : head_) = &job;
-    tail_ = &job;
+    const bool was_empty = lane.head == nullptr;
+    (was_empty ? lane.head : lane.tail->next) = &job;
+    lane.tail = &job;
+    if (was_empty) {
+      if (backlog_turns_ >= lane.fresh_from) {
+        fresh_.push_back(lane);
+      } else {
+        backlog_.push_back(lane);
+        ++backlog_lanes_;
+      }
+    }
     ++queued_;
     queued_bytes_ += job.bytes;
   }
@@ -68,16 +78,47 @@ std::string worker_pool::describe(refusal r) const {
   }
 }
 
+void worker_pool::lane_list::push_back(blocking_lane& l) noexcept {
+  l.next = nullptr;
+  (tail != nullptr ? tail->next : head) = &l;
+  tail = &l;
+}
+
+blocking_lane* worker_pool::lane_list::pop_front() noexcept {
+  blocking_lane* l = head;
+  if (l != nullptr) {
+    head = l->next;
+    if (head == nullptr) tail = nullptr;
+  }
+  return l;
+}
+
+blocking_job* worker_pool::take() noexcept {
+  blocking_lane* lane = fresh_.pop_front();
+  if (lane == nullptr) {
+    lane = backlog_.pop_front();
+    --backlog_lanes_;
+    ++backlog_turns_;
+  }
+  blocking_job* job = lane->head;
+  lane->head = job->next;
+  if (lane->head == nullptr) lane->tail = nullptr;
+  lane->fresh_from = backlog_turns_ + backlog_lanes_;
+  if (lane->head != nullptr) {  // its next call waits for its next turn
+    backlog_.push_back(*lane);
+    ++backlog_lanes_;
+  }
+  return job;
+}
+
 void worker_pool::run() noexcept {
   for (;;) {
     blocking_job* job = nullptr;
     {
       std::unique_lock lk(mutex_);
-      work_.wait(lk, [&] { return head_ != nullptr || stopping_; });
-      if (head_ == nullptr) return;  // stopping, and nothing left to do
-      job = head_;
-      head_ = job->next;
-      if (head_ == nullptr) tail_ = nullptr;
+      work_.wait(lk, [&] { return queued_ != 0 || stopping_; });
+      if (queued_ == 0) return;  // stopping, and nothing left to do
+      job = take();
       --queued_;
       queued_bytes_ -= job->bytes;
       ++busy_;
