@@ -12,5 +12,7 @@ int run_latency_experiment(const options& o);    // issue 17: busy-poll vs sockp
 int run_discovery_experiment(const options& o);  // issue 25: etcd + consistent hashing
 int run_discovery_server(const options& o);      // one of its servers (a child process)
 int run_registry_flood(const options& o);        // issue 32: a balancer following N endpoints
+int run_blocking_fairness(const options& o);     // a newcomer's blocking call beside full queues
+int run_pool_experiment(const options& o);       // one client_pool vs plain connections
 
 }  // namespace corvid::bench

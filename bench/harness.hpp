@@ -43,6 +43,7 @@ class harness {
   ~harness();
   const std::vector<rpc_client*>& clients() const { return client_ptrs_; }
   client_pool* pool() const { return pool_.get(); }
+  io_pool* reactors() const { return client_pool_.get(); }  // the clients' (and pool's)
   const std::string& endpoint() const { return endpoint_; }
 
  private:

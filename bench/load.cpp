@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include <asio/post.hpp>
+
 #include "bench_service.hpp"
 #include "metrics/histogram.hpp"
 
@@ -33,9 +35,32 @@ struct shared_state {
   std::mutex m;
   std::condition_variable cv;
   int running = 0;
+  // Through a pool a worker runs on whichever client thread its last call resumed on: it
+  // records into that thread's lane (pool_lanes of them, taken in turn by new threads).
+  std::vector<std::unique_ptr<lane>>* lanes = nullptr;
+  std::atomic<std::size_t> next_lane{0};
+  std::uint64_t id = next_id();  // cells may reuse one address
+
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> ids{0};
+    return ++ids;
+  }
 };
 
-task<void> worker(rpc_client* client, client_pool* pool, lane& l, shared_state& st,
+constexpr std::size_t pool_lanes = 64;
+
+// The calling thread's lane for this cell.
+lane& thread_lane(shared_state& st) {
+  thread_local std::uint64_t cell = 0;
+  thread_local std::size_t index = 0;
+  if (cell != st.id) {
+    cell = st.id;
+    index = st.next_lane.fetch_add(1, std::memory_order_relaxed) % pool_lanes;
+  }
+  return *(*st.lanes)[index];
+}
+
+task<void> worker(rpc_client* client, client_pool* pool, lane* own, shared_state& st,
                   std::string_view payload, const cell_params& p) {
   const call_options opts{std::chrono::milliseconds(60000), payload};
   const auto response = static_cast<std::uint32_t>(p.response_size);
@@ -50,6 +75,7 @@ task<void> worker(rpc_client* client, client_pool* pool, lane& l, shared_state& 
     }
     const auto t1 = clock::now();
     if (st.phase.load(std::memory_order_relaxed) != measure) continue;
+    lane& l = own != nullptr ? *own : thread_lane(st);
     if (r) {
       l.latency.record(static_cast<std::uint64_t>((t1 - t0).count()));
       l.calls.store(l.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -59,8 +85,20 @@ task<void> worker(rpc_client* client, client_pool* pool, lane& l, shared_state& 
   }
 }
 
-detail::detached drive(rpc_client* client, client_pool* pool, lane& l, shared_state& st,
-                       std::string_view payload, const cell_params& p) {
+// Resumes on `reactor`.
+struct hop {
+  asio::io_context& reactor;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const {
+    asio::post(reactor, [h] { h.resume(); });
+  }
+  void await_resume() const noexcept {}
+};
+
+detail::detached drive(rpc_client* client, client_pool* pool, lane* l, shared_state& st,
+                       std::string_view payload, const cell_params& p,
+                       asio::io_context* home = nullptr) {
+  if (home != nullptr) co_await hop{*home};
   co_await worker(client, pool, l, st, payload, p);
   std::lock_guard lk(st.m);
   if (--st.running == 0) st.cv.notify_all();
@@ -116,15 +154,24 @@ void sleep_with_progress(double seconds, const std::vector<std::unique_ptr<lane>
 cell_result run_cell(const load_target& target, const cell_params& p, const progress_fn& progress,
                      std::string* first_error) {
   const auto& clients = target.clients;
-  const std::size_t lane_count = target.pool != nullptr ? 1 : clients.size();
+  const std::size_t lane_count = target.pool != nullptr ? pool_lanes : clients.size();
   const std::string payload(p.payload, 'p');
   shared_state st;
   std::vector<std::unique_ptr<lane>> lanes;
   for (std::size_t i = 0; i < lane_count; ++i) lanes.push_back(std::make_unique<lane>());
+  st.lanes = &lanes;
   st.running = p.concurrency;
   for (int i = 0; i < p.concurrency; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % lane_count;
-    drive(target.pool != nullptr ? nullptr : clients[k], target.pool, *lanes[k], st, payload, p);
+    if (target.pool != nullptr) {
+      asio::io_context* home =
+          target.reactors != nullptr
+              ? &target.reactors->at(static_cast<std::size_t>(i) % target.reactors->size())
+              : nullptr;
+      drive(nullptr, target.pool, nullptr, st, payload, p, home);
+    } else {
+      drive(clients[k], nullptr, lanes[k].get(), st, payload, p);
+    }
   }
   sleep_with_progress(p.warmup_seconds, lanes, {});
   const snapshot before = take_snapshot(target);

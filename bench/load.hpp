@@ -27,11 +27,15 @@ using progress_fn = std::function<void(double qps)>;
 struct load_target {
   std::vector<rpc_client*> clients;
   client_pool* pool = nullptr;  // if set, every call goes through it (clients unused)
+  // With a pool: the client's reactors, where the callers start in turn (as callers living on
+  // the client's threads do); null: they start on the calling thread.
+  io_pool* reactors = nullptr;
 };
 
 // Runs one cell against `target`. The first call error, if any, goes to `first_error`.
-// With a pool, all its connections must run on one reactor thread (latency histograms are
-// per thread), and the client's RPCs per write is not measured.
+// With a pool, each client thread records its callers' figures apart (callers move between
+// threads with the connections they are handed), and the client's RPCs per write is not
+// measured.
 cell_result run_cell(const load_target& target, const cell_params& p, const progress_fn& progress,
                      std::string* first_error = nullptr);
 

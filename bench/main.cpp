@@ -82,7 +82,7 @@ int run_grid(const options& o) {
       if (tty)
         std::fprintf(stderr, "\r[%zu/%zu] %-12s warming up...      ", index, total, label.c_str());
       std::string first_error;
-      cell_result r = run_cell({h.clients(), h.pool()}, p, progress, &first_error);
+      cell_result r = run_cell({h.clients(), h.pool(), h.reactors()}, p, progress, &first_error);
       r.transport = o.transport + (o.tls ? "+tls" : "");
       if (!first_error.empty())
         std::fprintf(stderr, "\n%s: %s\n", label.c_str(), first_error.c_str());
@@ -153,6 +153,8 @@ int main(int argc, char** argv) {
     if (o.command == "latency") return run_latency_experiment(o);
     if (o.command == "discovery") return run_discovery_experiment(o);
     if (o.command == "discovery-server") return run_discovery_server(o);
+    if (o.command == "blocking-fairness") return run_blocking_fairness(o);
+    if (o.command == "pool") return run_pool_experiment(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corvid-bench: %s\n", e.what());
     return 1;

@@ -34,6 +34,14 @@ commands:
   latency     c=1 P50/P99: polling off, busy-poll, adaptive poll, beside sockperf's
               blocking and spinning round trips (first --sizes entry, echoed; --rounds
               interleaved, median)
+  blocking-fairness
+              a newcomer's blocking call (returns at once) on 2 worker threads, alone and
+              while 2 connections pipeline 1024 calls of a 500 ms blocking handler each
+              (--rounds newcomers, default 3)
+  pool        calls/s through one client_pool (--pool N|auto, default auto) vs as many plain
+              connections as its cap (or --connections), server and client each on --threads
+              io threads; 128 B and 4 KiB, c=16,64,256,1024 unless --sizes/--concurrency
+              (--rounds interleaved, median)
 
 options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides

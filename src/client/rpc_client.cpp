@@ -45,6 +45,11 @@ rpc_client::rpc_client(client_config config)
     : config_(config),
       conn_(std::make_shared<detail::client_connection>(reactors_for(config).next(), config)) {}
 
+rpc_client::rpc_client(client_config config, std::size_t reactor_index)
+    : config_(config),
+      conn_(std::make_shared<detail::client_connection>(reactors_for(config).at(reactor_index),
+                                                        config)) {}
+
 rpc_client::~rpc_client() { conn_->close("client destroyed"); }
 
 connect_awaiter rpc_client::connect(std::string_view endpoint) {

@@ -253,8 +253,15 @@ TEST(client_metrics, endpoint_series_leave_once_unused_and_are_capped) {
     }
   }
   EXPECT_TRUE(has_line(m->prometheus_text(), "corvid_lb_failures_total{endpoint=\"other\"} 0"));
-  // Nothing is followed now: after the linger every endpoint's series is gone.
-  EXPECT_TRUE(eventually([&] { return series() == 0; }, 10s)) << m->prometheus_text();
+  // Nothing is followed now: after the linger every endpoint's series is gone, the pools'
+  // too (each node's pool goes with it).
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::string t = m->prometheus_text();
+        return series() == 0 && t.find("corvid_pool_connects_total{") == std::string::npos;
+      },
+      10s))
+      << m->prometheus_text();
 }
 
 TEST(client_metrics, a_server_shows_its_client_metrics_on_one_scrape) {

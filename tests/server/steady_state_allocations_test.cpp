@@ -125,6 +125,15 @@ class fixture {
     }
     if (auto e = corvid::sync_wait(corvid::test::connect(*client_, endpoint)))
       throw std::runtime_error(e.message());
+    endpoint_ = endpoint;
+    tls_ = t == transport::tls;
+  }
+  // A client_pool to the same server, its connections on the client's reactor.
+  std::shared_ptr<corvid::client_pool> make_pool() {
+    corvid::pool_config pc;
+    pc.client.pool = pool_.get();
+    if (tls_) pc.client.tls = corvid::tls_config{.ca_file = certs().ca};
+    return corvid::client_pool::create(endpoint_, pc);
   }
   ~fixture() {
     client_.reset();
@@ -135,6 +144,8 @@ class fixture {
 
  private:
   std::string path_;
+  std::string endpoint_;
+  bool tls_ = false;
   std::unique_ptr<corvid::rpc_server> server_;
   std::unique_ptr<corvid::io_pool> pool_;
   std::unique_ptr<corvid::rpc_client> client_;
@@ -145,6 +156,16 @@ template <auto F>
 task<bool> call_each(corvid::rpc_client& c, int calls) {
   for (int i = 0; i < calls; ++i) {
     auto r = co_await c.call<F>(i, 1);
+    if (!r || *r != i + 1) co_return false;
+  }
+  co_return true;
+}
+
+// The same through a pool: the first call of each run comes from this thread (the pool's
+// locked path), the others from the client's reactor, where the call resumed (the lock-free one).
+task<bool> pool_call_each(corvid::client_pool& pool, int calls) {
+  for (int i = 0; i < calls; ++i) {
+    auto r = co_await pool.call<add>(i, 1);
     if (!r || *r != i + 1) co_return false;
   }
   co_return true;
@@ -208,6 +229,15 @@ TEST_P(steady_state_allocations, a_blocking_handler_call_allocates_nothing) {
   EXPECT_EQ(n.server, 0u) << "server allocations in " << measured_calls << " calls";
   // The worker posts each call back to the reactor: that post's memory is recycled too.
   EXPECT_EQ(n.worker, 0u) << "worker allocations in " << measured_calls << " calls";
+  EXPECT_EQ(n.client, 0u) << "client allocations in " << measured_calls << " calls";
+}
+
+// The pool's call path (its published snapshot, the lease it hands out) allocates nothing.
+TEST_P(steady_state_allocations, a_call_through_a_client_pool_allocates_nothing) {
+  fixture f(GetParam());
+  auto pool = f.make_pool();
+  const counts n = steady_state([&](int calls) { return pool_call_each(*pool, calls); });
+  EXPECT_EQ(n.server, 0u) << "server allocations in " << measured_calls << " calls";
   EXPECT_EQ(n.client, 0u) << "client allocations in " << measured_calls << " calls";
 }
 

@@ -56,6 +56,10 @@ struct pool_stats {
   std::size_t retried_unsent = 0;   // calls retried once because their request was never sent
   std::size_t server_reactors = 0;  // as the server last stated it; 0 = not (yet) stated
   std::size_t max_connections = 0;  // the cap in force: explicit, or auto's current value
+  // Calls handed a connection living on another reactor than the caller's (so the call
+  // crosses threads both ways): the caller's reactor had no usable connection and none could
+  // be made there, or the caller ran on no reactor of the client's io_pool.
+  std::size_t cross_reactor_calls = 0;
 };
 
 // Passed to the seed-style send_request callback: whether the connection is new.

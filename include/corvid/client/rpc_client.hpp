@@ -99,6 +99,8 @@ class connect_awaiter {
   rpc_error result_;
 };
 
+class client_pool;
+
 class rpc_client {
  public:
   rpc_client();
@@ -216,6 +218,10 @@ class rpc_client {
   }
 
  private:
+  friend class client_pool;
+  // client_pool places each connection on the reactor its callers run on: reactor `index` of
+  // the client's io_pool instead of the next one round-robin.
+  rpc_client(client_config config, std::size_t reactor_index);
   std::weak_ptr<detail::call_canceller> canceller() const noexcept;
   std::shared_ptr<detail::stream_sender> stream_sender() const noexcept;
 
