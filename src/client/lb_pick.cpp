@@ -228,20 +228,28 @@ struct load_balancer::probe_wait {
   }
 };
 
+namespace {
+
+// Runs a probe to its end and tells whoever waits for it. A function, not a lambda coroutine:
+// its parameters (the callables included) live in its own frame across the suspension.
+template <class Start, class Failed, class Wait>
+detail::detached run_probe(Start start, Failed failed, std::shared_ptr<Wait> waiting) {
+  bool ok = false;
+  try {
+    ok = co_await start();
+  } catch (...) {
+    failed();  // out of memory: probed again later
+  }
+  if (waiting) waiting->end(ok);
+}
+
+}  // namespace
+
 void load_balancer::start_probe(std::shared_ptr<const view> v, node* n,
                                 std::shared_ptr<probe_wait> wait) {
-  [](std::weak_ptr<load_balancer> weak, std::shared_ptr<const view> held, node* target,
-     std::shared_ptr<probe_wait> waiting) -> detail::detached {
-    bool ok = false;
-    if (auto self = weak.lock()) {
-      try {
-        ok = co_await self->probe(std::move(held), target);
-      } catch (...) {
-        target->probing.store(false, std::memory_order_relaxed);  // out of memory: again later
-      }
-    }
-    if (waiting) waiting->end(ok);
-  }(weak_from_this(), std::move(v), n, std::move(wait));
+  // The balancer stays while its probe runs (the probe reports to it).
+  run_probe([self = shared_from_this(), held = std::move(v), n] { return self->probe(held, n); },
+            [n] { n->probing.store(false, std::memory_order_relaxed); }, std::move(wait));
 }
 
 task<bool> load_balancer::await_probe(std::shared_ptr<const view> v, node* n,

@@ -7,7 +7,6 @@
 #include <unordered_map>
 
 #include "corvid/detail/detached.hpp"
-#include "corvid/runtime/sleep.hpp"
 
 #include "../discovery/endpoint_source.hpp"
 #include "client_metrics_access.hpp"
@@ -48,34 +47,20 @@ task<expected<std::shared_ptr<load_balancer>, rpc_error>> load_balancer::open(st
 namespace {
 
 // Until a joining endpoint has answered once it takes calls only when no endpoint that has
-// is usable. Its pool's first connect is the answer; retried with the pool's back-off until
-// it answers or leaves the balancer (the node is held only while a connect runs).
+// is usable. Its pool's first connect is the answer; after a failed one, its health watch
+// (lb_config::follow_health) or a call that succeeds is. One attempt, so nothing is left
+// waiting on a timer when the node or the process goes.
 template <class Node>
-detail::detached warm_up(std::weak_ptr<Node> weak, pool_config config) {
-  auto pause = config.reconnect_backoff_initial;
-  for (;;) {
-    std::shared_ptr<client_pool> pool;
-    {
-      auto n = weak.lock();
-      if (!n || n->removed.load(std::memory_order_relaxed)) co_return;
-      if (n->proven.load(std::memory_order_relaxed)) co_return;  // its watch or a call was first
-      pool = n->pool;
-    }
-    bool ok = false;
-    try {
-      auto lease = co_await pool->acquire();
-      ok = lease.has_value();
-    } catch (...) {
-      ok = false;  // out of memory: try again later
-    }
-    pool.reset();
-    if (ok) {
-      if (auto n = weak.lock()) n->proven.store(true, std::memory_order_relaxed);
-      co_return;
-    }
-    co_await sleep_for(pause);
-    pause = std::min(pause * 2, config.reconnect_backoff_max);
+detail::detached warm_up(std::weak_ptr<Node> weak, std::shared_ptr<client_pool> pool) {
+  bool ok = false;
+  try {
+    auto lease = co_await pool->acquire();
+    ok = lease.has_value();
+  } catch (...) {
+    ok = false;  // out of memory: its watch or a call proves it later
   }
+  if (!ok) co_return;
+  if (auto n = weak.lock()) n->proven.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -98,7 +83,7 @@ std::shared_ptr<load_balancer::node> load_balancer::make_node(lb_endpoint endpoi
   n->weight.store(n->endpoint.weight, std::memory_order_relaxed);
   n->proven.store(trusted, std::memory_order_relaxed);
   follow(n);
-  if (!trusted) warm_up(std::weak_ptr<node>(n), config_.pool);
+  if (!trusted) warm_up(std::weak_ptr<node>(n), n->pool);
   return n;
 }
 

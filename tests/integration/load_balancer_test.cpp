@@ -185,6 +185,22 @@ corvid::lb_config probe_config() {
   return cfg;
 }
 
+std::uint64_t failures_of(corvid::load_balancer& lb, const std::string& address) {
+  for (auto& s : lb.stats()) {
+    if (s.address == address) return s.failures;
+  }
+  return 0;
+}
+
+// The silent server goes, so the probe still waiting on it fails and ends: nothing is left
+// running when the test ends.
+void end_the_probe(corvid::load_balancer& lb, std::unique_ptr<silent_server>& silent) {
+  const std::string address = silent->endpoint();
+  const auto before = failures_of(lb, address);
+  silent.reset();
+  EXPECT_TRUE(eventually([&] { return failures_of(lb, address) > before; }, 30s));
+}
+
 void eject_and_wait_out(corvid::load_balancer& lb, const std::string& silent) {
   for (int i = 0; i < 20 && calls_routed_to(lb, silent) == 0; ++i)
     (void)corvid::sync_wait(lb.call_for<&calculator::plus>(50ms, 0));
@@ -198,15 +214,16 @@ void eject_and_wait_out(corvid::load_balancer& lb, const std::string& silent) {
 
 // A call whose only endpoint is being probed waits for the probe no longer than its deadline.
 TEST(load_balancer, a_probe_never_outlasts_the_callers_deadline) {
-  silent_server silent;
-  auto lb = corvid::load_balancer::create({{silent.endpoint()}}, probe_config());
-  eject_and_wait_out(*lb, silent.endpoint());
+  auto silent = std::make_unique<silent_server>();
+  auto lb = corvid::load_balancer::create({{silent->endpoint()}}, probe_config());
+  eject_and_wait_out(*lb, silent->endpoint());
   auto done = std::async(std::launch::async, [&] {
     return corvid::sync_wait(lb->call_for<&calculator::plus>(200ms, 0));
   });
   ASSERT_EQ(done.wait_for(10s), std::future_status::ready)
       << "the call waited for the probe's 30 s timeout, not its own 200 ms";
   EXPECT_FALSE(done.get());
+  end_the_probe(*lb, silent);
 }
 
 // A listening socket whose accept queue is full: the kernel drops further SYNs, so a connect
@@ -238,13 +255,20 @@ TEST(load_balancer, a_probe_whose_connect_hangs_never_outlasts_the_callers_deadl
   auto lb = corvid::load_balancer::create({{gone}}, cfg);
   // Refused at once while nothing listens: ejected for eject_max (100 ms).
   (void)corvid::sync_wait(lb->call_for<&calculator::plus>(50ms, 0));
-  blackhole hole(port);
+  auto hole = std::make_unique<blackhole>(port);
+  auto failures = [&] {
+    for (auto& s : lb->stats()) {
+      if (s.address == gone) return s.failures;
+    }
+    return std::uint64_t{0};
+  };
   ASSERT_TRUE(eventually([&] {
     for (auto& s : lb->stats()) {
       if (s.address == gone) return s.failures > 0 && !s.ejected;
     }
     return false;
   }));
+  const auto failed_before = failures();
   auto done = std::async(std::launch::async, [&] {
     return corvid::sync_wait(lb->call_for<&calculator::plus>(200ms, 0));
   });
@@ -253,24 +277,30 @@ TEST(load_balancer, a_probe_whose_connect_hangs_never_outlasts_the_callers_deadl
   auto r = done.get();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout) << r.error().message();
+  // The socket goes: the probe's connect is refused at its next SYN and the probe ends (so
+  // nothing is left connecting when the test ends).
+  hole.reset();
+  EXPECT_TRUE(eventually([&] { return failures() > failed_before; }, 30s));
 }
 
 // With another endpoint usable, a probe runs beside the calls: none waits for it.
 TEST(load_balancer, probes_run_in_the_background_while_another_endpoint_serves) {
   auto a = server_with_base(1);
-  silent_server silent;
-  auto lb = corvid::load_balancer::create({{a->endpoint()}, {silent.endpoint()}}, probe_config());
-  eject_and_wait_out(*lb, silent.endpoint());
+  auto silent = std::make_unique<silent_server>();
+  const std::string silent_ep = silent->endpoint();
+  auto lb = corvid::load_balancer::create({{a->endpoint()}, {silent_ep}}, probe_config());
+  eject_and_wait_out(*lb, silent_ep);
   auto done = std::async(std::launch::async, [&] { return spread(*lb, 20); });
   ASSERT_EQ(done.wait_for(10s), std::future_status::ready)
       << "a call became the probe and waited for its 30 s timeout";
   EXPECT_EQ(done.get(), (std::map<int, int>{{1, 20}}));
   EXPECT_TRUE(eventually([&] {
     for (auto& s : lb->stats()) {
-      if (s.address == silent.endpoint()) return s.ejected;  // probing counts as ejected
+      if (s.address == silent_ep) return s.ejected;  // probing counts as ejected
     }
     return false;
   })) << "no probe of the silent endpoint was started";
+  end_the_probe(*lb, silent);
 }
 
 TEST(load_balancer, add_endpoint_stops_at_max_endpoints) {
