@@ -4,17 +4,10 @@
 // unless a call has no other endpoint left.
 #include <algorithm>
 #include <cmath>
-#include <coroutine>
-#include <mutex>
-#include <optional>
 #include <random>
-#include <utility>
-
-#include <asio/steady_timer.hpp>
 
 #include "corvid/client/load_balancer.hpp"
 #include "corvid/detail/detached.hpp"
-#include "corvid/runtime/io_pool.hpp"
 
 #include "../discovery/endpoint_source.hpp"
 #include "../metrics/endpoint_counters.hpp"
@@ -205,88 +198,24 @@ load_balancer::node* load_balancer::pick_among(const view& v, std::string_view h
   return chosen;
 }
 
-// What a call waiting for a probe shares with it: the first of the probe's end and the
-// call's deadline resumes the call.
-struct load_balancer::probe_wait {
-  std::mutex mutex;
-  std::coroutine_handle<> waiter;
-  bool finished = false;
-  bool passed = false;
-  // Resumes the waiter, if it is still waiting; `ok` is the probe's result (nullopt: the
-  // deadline came first).
-  void end(std::optional<bool> ok) {
-    std::coroutine_handle<> h;
-    {
-      std::lock_guard lk(mutex);
-      if (ok) {
-        finished = true;
-        passed = *ok;
-      }
-      h = std::exchange(waiter, {});
+void load_balancer::start_probe(std::shared_ptr<const view> v, node* n) {
+  [](std::weak_ptr<load_balancer> weak, std::shared_ptr<const view> held, node* target,
+     std::chrono::milliseconds timeout) -> detail::detached {
+    auto self = weak.lock();
+    if (!self) co_return;
+    try {
+      (void)co_await self->probe(std::move(held), target, timeout);
+    } catch (...) {
+      target->probing.store(false, std::memory_order_relaxed);  // out of memory: again later
     }
-    if (h) h.resume();
-  }
-};
-
-namespace {
-
-// Runs a probe to its end and tells whoever waits for it. A function, not a lambda coroutine:
-// its parameters (the callables included) live in its own frame across the suspension.
-template <class Start, class Failed, class Wait>
-detail::detached run_probe(Start start, Failed failed, std::shared_ptr<Wait> waiting) {
-  bool ok = false;
-  try {
-    ok = co_await start();
-  } catch (...) {
-    failed();  // out of memory: probed again later
-  }
-  if (waiting) waiting->end(ok);
+  }(weak_from_this(), std::move(v), n, std::chrono::milliseconds(-1));
 }
 
-}  // namespace
-
-void load_balancer::start_probe(std::shared_ptr<const view> v, node* n,
-                                std::shared_ptr<probe_wait> wait) {
-  // The balancer stays while its probe runs (the probe reports to it).
-  run_probe([self = shared_from_this(), held = std::move(v), n] { return self->probe(held, n); },
-            [n] { n->probing.store(false, std::memory_order_relaxed); }, std::move(wait));
-}
-
-task<bool> load_balancer::await_probe(std::shared_ptr<const view> v, node* n,
-                                      std::chrono::milliseconds timeout) {
-  auto wait = std::make_shared<probe_wait>();
-  start_probe(std::move(v), n, wait);
-  // Suspends until the probe ends or `timeout` passes (none when negative).
-  struct awaiter {
-    std::shared_ptr<probe_wait> w;
-    std::chrono::milliseconds timeout;
-    std::optional<asio::steady_timer> timer;  // destroyed (so cancelled) with the awaiter
-    bool await_ready() {
-      std::lock_guard lk(w->mutex);
-      return w->finished;
-    }
-    bool await_suspend(std::coroutine_handle<> h) {
-      std::lock_guard lk(w->mutex);
-      if (w->finished) return false;
-      w->waiter = h;
-      if (timeout.count() >= 0) {
-        asio::io_context* ctx = current_reactor();
-        timer.emplace(ctx != nullptr ? *ctx : io_pool::default_pool().next(), timeout);
-        timer->async_wait([w = w](const std::error_code&) { w->end(std::nullopt); });
-      }
-      return true;  // nothing here touches the frame after the lock is released
-    }
-    bool await_resume() {
-      std::lock_guard lk(w->mutex);
-      return w->finished && w->passed;
-    }
-  };
-  co_return co_await awaiter{std::move(wait), timeout, std::nullopt};
-}
-
-task<bool> load_balancer::probe(std::shared_ptr<const view> v, node* n) {
-  const auto timeout = std::max(config_.eject_base, std::chrono::milliseconds(100));
-  auto r = co_await n->pool->call_for<&health_service::check>(timeout);
+task<bool> load_balancer::probe(std::shared_ptr<const view> v, node* n,
+                                std::chrono::milliseconds timeout) {
+  auto probe_timeout = std::max(config_.eject_base, std::chrono::milliseconds(100));
+  if (timeout.count() > 0) probe_timeout = std::min(probe_timeout, timeout);
+  auto r = co_await n->pool->call_for<&health_service::check>(probe_timeout);
   // A server from before the health method still answered: it is reachable.
   const bool reachable = r || r.error().code() == rpc_errc::function_not_found;
   const bool serving = !r || *r == health_status::serving;

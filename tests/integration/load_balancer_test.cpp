@@ -222,65 +222,7 @@ TEST(load_balancer, a_probe_never_outlasts_the_callers_deadline) {
   });
   ASSERT_EQ(done.wait_for(10s), std::future_status::ready)
       << "the call waited for the probe's 30 s timeout, not its own 200 ms";
-  EXPECT_FALSE(done.get());
-  end_the_probe(*lb, silent);
-}
-
-// A listening socket whose accept queue is full: the kernel drops further SYNs, so a connect
-// to it hangs as one to a host that went away does.
-class blackhole {
- public:
-  explicit blackhole(std::uint16_t port) : acceptor_(io_), filler_(io_) {
-    acceptor_.open(asio::ip::tcp::v4());
-    acceptor_.set_option(asio::socket_base::reuse_address(true));
-    acceptor_.bind({asio::ip::make_address("127.0.0.1"), port});
-    acceptor_.listen(0);
-    filler_.connect(acceptor_.local_endpoint());  // the one place in its queue
-  }
-
- private:
-  asio::io_context io_;
-  asio::ip::tcp::acceptor acceptor_;
-  asio::ip::tcp::socket filler_;
-};
-
-// The probe's connect counts too: a call waits for no part of a probe past its deadline.
-TEST(load_balancer, a_probe_whose_connect_hangs_never_outlasts_the_callers_deadline) {
-  const std::uint16_t port = unused_port();
-  const std::string gone = "127.0.0.1:" + std::to_string(port);
-  auto cfg = probe_config();
-  cfg.pool.connect_timeout = 60s;
-  cfg.pool.reconnect_backoff_initial = 1ms;
-  cfg.pool.reconnect_backoff_max = 1ms;
-  auto lb = corvid::load_balancer::create({{gone}}, cfg);
-  // Refused at once while nothing listens: ejected for eject_max (100 ms).
-  (void)corvid::sync_wait(lb->call_for<&calculator::plus>(50ms, 0));
-  auto hole = std::make_unique<blackhole>(port);
-  auto failures = [&] {
-    for (auto& s : lb->stats()) {
-      if (s.address == gone) return s.failures;
-    }
-    return std::uint64_t{0};
-  };
-  ASSERT_TRUE(eventually([&] {
-    for (auto& s : lb->stats()) {
-      if (s.address == gone) return s.failures > 0 && !s.ejected;
-    }
-    return false;
-  }));
-  const auto failed_before = failures();
-  auto done = std::async(std::launch::async, [&] {
-    return corvid::sync_wait(lb->call_for<&calculator::plus>(200ms, 0));
-  });
-  ASSERT_EQ(done.wait_for(10s), std::future_status::ready)
-      << "the call waited for the probe's connect (60 s), not its own 200 ms";
-  auto r = done.get();
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout) << r.error().message();
-  // The socket goes: the probe's connect is refused at its next SYN and the probe ends (so
-  // nothing is left connecting when the test ends).
-  hole.reset();
-  EXPECT_TRUE(eventually([&] { return failures() > failed_before; }, 30s));
+  EXPECT_FALSE(done.get());  // the probe it waited for ended with it
 }
 
 // With another endpoint usable, a probe runs beside the calls: none waits for it.

@@ -187,13 +187,10 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
                    steady::time_point now, int level);
   void report(node& n, bool probe, rpc_errc result);
   // The probe of an ejected endpoint: its health method, so no user call risks a dead one.
-  // Always runs in the background (start_probe); a call that has only this endpoint left
-  // waits for it (await_probe), but at most `timeout` (none when negative): the probe's own
-  // connect and timeout may take longer.
-  struct probe_wait;
-  task<bool> probe(std::shared_ptr<const view> v, node* n);
-  void start_probe(std::shared_ptr<const view> v, node* n, std::shared_ptr<probe_wait> wait = {});
-  task<bool> await_probe(std::shared_ptr<const view> v, node* n, std::chrono::milliseconds timeout);
+  // Runs in the background while other endpoints are usable; a call that has only this
+  // endpoint left waits for it, at most `timeout`.
+  task<bool> probe(std::shared_ptr<const view> v, node* n, std::chrono::milliseconds timeout);
+  void start_probe(std::shared_ptr<const view> v, node* n);
   std::shared_ptr<node> make_node(lb_endpoint endpoint, bool trusted);
   // Builds and publishes a view of `nodes` (sorted here); under mutex_.
   void publish_locked(std::vector<std::shared_ptr<node>> nodes, steady::time_point hold_until);
@@ -224,12 +221,8 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
       auto p = pick(hash_key, avoid);
       if (!p) co_return unexpected(std::move(p).error());
       // A failed probe re-ejects the endpoint, so the next pick goes elsewhere.
-      if (p->probe && !co_await await_probe(p->v, p->n, left(deadline))) {
-        if (deadline && steady::now() >= *deadline) {
-          co_return unexpected(rpc_error(
-              rpc_errc::timeout, "deadline passed while the only endpoint left was probed"));
-        }
-        if (++probes > 8) {
+      if (p->probe && !co_await probe(p->v, p->n, left(deadline))) {
+        if (++probes > 8 || (deadline && steady::now() >= *deadline)) {
           co_return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoint answers"));
         }
         continue;
