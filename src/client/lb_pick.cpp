@@ -1,5 +1,6 @@
-// load_balancer: the call path. pick() reads the published view and per-endpoint atomics only:
-// no mutex (weighted_round_robin's smooth weights aside), no allocation. report() takes an
+// load_balancer: the call path. pick() copies the published view's pointer (under the view's
+// own short lock, lb_view.hpp) and reads per-endpoint atomics: no balancer mutex
+// (weighted_round_robin's smooth weights aside), no allocation. report() takes an
 // endpoint's own mutex on failures only; probes of ejected endpoints run in the background
 // unless a call has no other endpoint left.
 #include <algorithm>
@@ -53,11 +54,11 @@ std::chrono::milliseconds load_balancer::left(std::optional<steady::time_point> 
 
 expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view hash_key,
                                                                const node* avoid) {
-  auto v = view_.load(std::memory_order_acquire);
+  auto v = locked_load(view_, this);
   const auto now = steady::now();
   if (v->hold_until != steady::time_point{} && now >= v->hold_until) {
     expire_hold(v.get());
-    v = view_.load(std::memory_order_acquire);
+    v = locked_load(view_, this);
   }
   if (v->nodes.empty()) return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoints"));
   const auto ticks = now.time_since_epoch().count();

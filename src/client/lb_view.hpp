@@ -5,6 +5,8 @@
 // it, and so its nodes and their pools, until they end.
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "corvid/client/load_balancer.hpp"
@@ -19,5 +21,26 @@ struct load_balancer::view {
   // Nonzero: the last update removed every endpoint; these are kept until then.
   steady::time_point hold_until{};
 };
+
+// The published pointer is read and swapped under a lock of its own (one of a few shared by
+// all balancers), held for the pointer copy alone, never while a view is built: libstdc++
+// 12's std::atomic<std::shared_ptr> guards itself with a spin bit and fences that
+// ThreadSanitizer cannot follow, so the lock makes the order visible to it too.
+std::mutex& view_lock(const void* balancer) noexcept;
+
+template <class Atomic>
+auto locked_load(const Atomic& published, const void* balancer) {
+  std::lock_guard lk(view_lock(balancer));
+  return published.load(std::memory_order_acquire);
+}
+
+// The view it replaces is let go after the lock (its nodes and pools may go with it).
+template <class Atomic, class Value>
+void locked_store(Atomic& published, Value v, const void* balancer) {
+  auto old = [&] {
+    std::lock_guard lk(view_lock(balancer));
+    return published.exchange(std::move(v), std::memory_order_acq_rel);
+  }();
+}
 
 }  // namespace corvid

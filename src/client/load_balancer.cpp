@@ -3,6 +3,8 @@
 #include "corvid/client/load_balancer.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstdio>
 #include <unordered_map>
 
@@ -15,13 +17,18 @@
 
 namespace corvid {
 
+std::mutex& view_lock(const void* balancer) noexcept {
+  static std::array<std::mutex, 64> locks;
+  return locks[(reinterpret_cast<std::uintptr_t>(balancer) >> 6) % locks.size()];
+}
+
 load_balancer::load_balancer(lb_config config)
     : config_(std::move(config)), view_(std::make_shared<const view>()) {}
 
 load_balancer::~load_balancer() {
   source_.reset();  // its thread hands endpoints to this balancer: it goes first
   // Each watch ends on its reactor soon after; it holds its node (and pool) until then.
-  for (auto& n : view_.load()->nodes) retire(*n);
+  for (auto& n : locked_load(view_, this)->nodes) retire(*n);
 }
 
 std::shared_ptr<load_balancer> load_balancer::create(std::vector<lb_endpoint> endpoints,
@@ -130,12 +137,12 @@ void load_balancer::publish_locked(std::vector<std::shared_ptr<node>> nodes,
   }
   v->nodes = std::move(nodes);
   v->hold_until = hold_until;
-  view_.store(std::move(v), std::memory_order_release);
+  locked_store(view_, std::move(v), this);
 }
 
 bool load_balancer::add_endpoint(lb_endpoint endpoint) {
   std::lock_guard lk(mutex_);
-  auto nodes = view_.load(std::memory_order_acquire)->nodes;
+  auto nodes = locked_load(view_, this)->nodes;
   const bool known = std::any_of(nodes.begin(), nodes.end(), [&](const auto& n) {
     return n->endpoint.address == endpoint.address;
   });
@@ -153,7 +160,7 @@ bool load_balancer::remove_endpoint(const std::string& address) {
   std::vector<std::shared_ptr<node>> gone;
   {
     std::lock_guard lk(mutex_);
-    auto nodes = view_.load(std::memory_order_acquire)->nodes;
+    auto nodes = locked_load(view_, this)->nodes;
     // Calls in flight hold the view they picked from (and so the node) until they end.
     std::erase_if(nodes, [&](const auto& n) {
       if (n->endpoint.address != address) return false;
@@ -180,7 +187,7 @@ void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
   std::size_t over_limit = 0;
   {
     std::lock_guard lk(mutex_);
-    auto current = view_.load(std::memory_order_acquire);
+    auto current = locked_load(view_, this);
     if (wanted.empty() && !current->nodes.empty() && config_.empty_update_grace.count() > 0) {
       // A registry that lost its leases for a moment, or a file caught half-written: keep
       // serving with what worked until the grace ends or a non-empty update arrives.
@@ -245,7 +252,7 @@ void load_balancer::expire_hold(const view* held) {
   std::vector<std::shared_ptr<node>> gone;
   {
     std::lock_guard lk(mutex_);
-    auto current = view_.load(std::memory_order_acquire);
+    auto current = locked_load(view_, this);
     if (current.get() != held) return;  // an update came first
     gone = current->nodes;
     publish_locked({}, {});
@@ -256,12 +263,12 @@ void load_balancer::expire_hold(const view* held) {
 std::vector<lb_endpoint> load_balancer::endpoints() const {
   std::lock_guard lk(mutex_);  // ids and weights change under it
   std::vector<lb_endpoint> out;
-  for (const auto& n : view_.load(std::memory_order_acquire)->nodes) out.push_back(n->endpoint);
+  for (const auto& n : locked_load(view_, this)->nodes) out.push_back(n->endpoint);
   return out;
 }
 
 lb_stats load_balancer::balancer_stats() const {
-  auto v = view_.load(std::memory_order_acquire);
+  auto v = locked_load(view_, this);
   lb_stats s;
   s.endpoints = v->nodes.size();
   s.rejected_over_limit = rejected_over_limit_.load(std::memory_order_relaxed);
@@ -271,7 +278,7 @@ lb_stats load_balancer::balancer_stats() const {
 }
 
 std::vector<lb_endpoint_stats> load_balancer::stats() const {
-  auto v = view_.load(std::memory_order_acquire);
+  auto v = locked_load(view_, this);
   std::vector<lb_endpoint_stats> out;
   const auto now = steady::now().time_since_epoch().count();
   for (const auto& n : v->nodes) {
