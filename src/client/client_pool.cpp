@@ -8,6 +8,7 @@
 #include "corvid/detail/detached.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "background.hpp"
 #include "client_metrics_access.hpp"
 #include "pool_snapshot.hpp"
 
@@ -78,6 +79,7 @@ std::shared_ptr<client_pool> client_pool::create(std::string endpoint, pool_conf
   if (!config.lazy_connect) {
     // Start the first connection now; callers arriving meanwhile wait for it.
     [](std::shared_ptr<client_pool> p) -> detail::detached {
+      const detail::background_work counted;
       co_await p->acquire();
     }(pool);
   }

@@ -9,6 +9,8 @@
 #include "corvid/detail/detached.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "background.hpp"
+
 namespace corvid::detail {
 
 using steady = std::chrono::steady_clock;
@@ -60,6 +62,7 @@ struct health_follower::pause {
 struct health_follower::run {
   static detached go(std::shared_ptr<health_follower> self, std::shared_ptr<client_pool> pool,
                      std::shared_ptr<endpoint_health> health, pool_config config) {
+    const background_work counted;
     std::minstd_rand rng{std::random_device{}()};
     unsigned failures = 0;  // opens since the watch last said serving
     co_await post_to{self->reactor_};

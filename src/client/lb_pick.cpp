@@ -12,6 +12,7 @@
 
 #include "../discovery/endpoint_source.hpp"
 #include "../metrics/endpoint_counters.hpp"
+#include "background.hpp"
 #include "lb_view.hpp"
 
 namespace corvid {
@@ -202,6 +203,7 @@ load_balancer::node* load_balancer::pick_among(const view& v, std::string_view h
 void load_balancer::start_probe(std::shared_ptr<const view> v, node* n) {
   [](std::weak_ptr<load_balancer> weak, std::shared_ptr<const view> held, node* target,
      std::chrono::milliseconds timeout) -> detail::detached {
+    const detail::background_work counted;
     auto self = weak.lock();
     if (!self) co_return;
     try {

@@ -12,6 +12,7 @@
 
 #include "../discovery/endpoint_source.hpp"
 #include "client_metrics_access.hpp"
+#include "background.hpp"
 #include "health_follower.hpp"
 #include "lb_view.hpp"
 
@@ -59,6 +60,7 @@ namespace {
 // waiting on a timer when the node or the process goes.
 template <class Node>
 detail::detached warm_up(std::weak_ptr<Node> weak, std::shared_ptr<client_pool> pool) {
+  const detail::background_work counted;
   bool ok = false;
   try {
     auto lease = co_await pool->acquire();

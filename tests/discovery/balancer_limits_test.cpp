@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "background_quiet.hpp"
 #include "discovery_support.hpp"
 
 namespace discovery_test {

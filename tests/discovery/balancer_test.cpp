@@ -12,6 +12,7 @@
 
 #include "child_process.hpp"
 #include "connect.hpp"
+#include "background_quiet.hpp"
 #include "discovery_support.hpp"
 
 namespace discovery_test {

@@ -7,6 +7,7 @@
 #include "corvid/client/client_metrics.hpp"
 
 #include "discovery/endpoint_source.hpp"
+#include "background_quiet.hpp"
 #include "discovery_support.hpp"
 #include "dnsmasq_process.hpp"
 #include <sys/resource.h>

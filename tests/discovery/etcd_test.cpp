@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "discovery/etcd_client.hpp"
+#include "background_quiet.hpp"
 #include "discovery_support.hpp"
 #include "etcd_process.hpp"
 #include "http_client.hpp"

@@ -11,6 +11,7 @@
 
 #include "discovery/endpoint_source.hpp"
 #include "discovery/etcd_client.hpp"
+#include "background_quiet.hpp"
 #include "discovery_support.hpp"
 #include "etcd_process.hpp"
 
