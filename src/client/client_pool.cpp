@@ -16,18 +16,50 @@ namespace corvid {
 
 using steady = std::chrono::steady_clock;
 
-// Suspends until a connect in progress finishes (any of them); no-op if none is.
+// A waiter's deadline: a timer on the waiter's reactor, and which of the connect's wake-up and
+// the timer resumed it (the other then leaves it alone). Shared by the waiter's entry in
+// waiters_ and the timer's handler, so neither depends on the waiting frame.
+struct client_pool::wait_deadline {
+  explicit wait_deadline(asio::io_context& ctx) : timer(ctx) {}
+  asio::steady_timer timer;
+  std::atomic<bool> resumed{false};
+};
+
+// Suspends until a connect in progress finishes (any of them) or `deadline` passes; no-op if
+// none is in progress.
 struct client_pool::connect_wait {
   client_pool* pool;
+  time_point deadline;
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> h) {
     const std::size_t reactor = pool->caller_reactor();
     std::lock_guard lk(pool->mutex_);
     if (pool->connecting_ == 0) return false;
-    pool->waiters_.push_back({h, detail::capture_trace(), reactor});
+    auto trace = detail::capture_trace();
+    std::shared_ptr<wait_deadline> d;
+    if (deadline != no_deadline) {
+      // A caller on no reactor of the pool is timed on the first one.
+      d = std::make_shared<wait_deadline>(*pool->reactors_[reactor == no_reactor ? 0 : reactor]);
+      d->timer.expires_at(deadline);
+    }
+    pool->waiters_.push_back({h, trace, reactor, d});
+    // Armed last: from here the frame may run on the timer's reactor; only locals are used.
+    if (d) {
+      d->timer.async_wait([d, h, trace = std::move(trace)](const std::error_code&) {
+        if (d->resumed.exchange(true, std::memory_order_acq_rel)) return;  // woken already
+        detail::resume_traced(h, trace);
+      });
+    }
     return true;
   }
   void await_resume() const noexcept {}
+};
+
+struct client_pool::connect_attempt {
+  std::shared_ptr<rpc_client> client;
+  // Under mutex_: set once the connect has ended, with its error (empty: connected).
+  bool done = false;
+  rpc_error ec;
 };
 
 struct client_pool::reaper {
@@ -78,10 +110,12 @@ std::shared_ptr<client_pool> client_pool::create(std::string endpoint, pool_conf
   }
   if (!config.lazy_connect) {
     // Start the first connection now; callers arriving meanwhile wait for it.
-    [](std::shared_ptr<client_pool> p) -> detail::detached {
-      const detail::background_work counted;
-      co_await p->acquire();
-    }(pool);
+    std::shared_ptr<connect_attempt> first;
+    {
+      std::lock_guard lk(pool->mutex_);
+      first = pool->begin_connect_locked(pool->least_used_reactor_locked(), steady::now());
+    }
+    run_connect(pool, pool->endpoint_, std::move(first));
   }
   return pool;
 }
@@ -100,6 +134,10 @@ client_pool::client_pool(std::string endpoint, pool_config config)
 }
 
 client_pool::~client_pool() {
+  // A connect still in progress serves nobody now: it ends at once, not at its timeout.
+  for (const auto& e : entries_) {
+    if (e->connecting) e->client->close();
+  }
   if (metrics_ == nullptr) return;
   for (const auto& e : entries_) {
     if (!e->connecting) metrics_->connections.fetch_sub(1, std::memory_order_relaxed);
@@ -271,6 +309,11 @@ void client_pool::count_retry() {
 
 void client_pool::wake(std::vector<waiter>& waiters) {
   for (waiter& w : waiters) {
+    if (w.deadline) {
+      if (w.deadline->resumed.exchange(true, std::memory_order_acq_rel)) continue;  // timed out
+      // The timer is used on its reactor only; its handler then finds the waiter resumed.
+      asio::post(w.deadline->timer.get_executor(), [d = w.deadline] { d->timer.cancel(); });
+    }
     if (w.reactor == no_reactor) {
       // From another thread: here, on the new connection's reactor, where it is local.
       detail::resume_traced(w.handle, w.trace);
@@ -281,6 +324,19 @@ void client_pool::wake(std::vector<waiter>& waiters) {
     }
   }
   waiters.clear();
+}
+
+client_pool::time_point client_pool::deadline_for(
+    std::chrono::milliseconds timeout) const noexcept {
+  if (timeout.count() < 0) timeout = config_.client.request_timeout;
+  if (timeout.count() <= 0) return no_deadline;
+  return steady::now() + timeout;
+}
+
+std::chrono::milliseconds client_pool::left_of(time_point deadline) noexcept {
+  if (deadline == no_deadline) return std::chrono::milliseconds(-1);
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
+  return std::max(left, std::chrono::milliseconds(1));
 }
 
 bool client_pool::pick(lease& out) noexcept {
@@ -329,13 +385,33 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
   co_return co_await acquire_slow();
 }
 
-task<expected<client_pool::lease, rpc_error>> client_pool::acquire_slow() {
-  auto keep_alive = shared_from_this();  // the pool outlives every suspended acquire
+task<expected<client_pool::lease, rpc_error>> client_pool::acquire_slow(time_point deadline) {
+  auto keep_alive = shared_from_this();   // the pool outlives every suspended acquire
+  std::shared_ptr<connect_attempt> mine;  // the connect this caller started, until it ends
   for (;;) {
-    std::shared_ptr<rpc_client> fresh;
+    std::shared_ptr<connect_attempt> started;
     const std::size_t here = caller_reactor();
     {
       std::unique_lock lk(mutex_);
+      if (mine && mine->done) {
+        const auto a = std::exchange(mine, nullptr);
+        // The caller that asked for the connection gets it (first_use, unless one was quicker).
+        const auto it = std::find_if(entries_.begin(), entries_.end(),
+                                     [&](const auto& e) { return e->client == a->client; });
+        if (!a->ec && it != entries_.end()) {
+          entry& e = **it;
+          const bool first = !e.used;
+          e.used = true;
+          ++e.uses;
+          co_return lease{a->client,
+                          first ? client_reuse_hint::first_use : client_reuse_hint::reused};
+        }
+        // Its connect failed: that error, unless another connection is usable or coming.
+        const bool other_usable = std::any_of(entries_.begin(), entries_.end(), [](const auto& e) {
+          return !e->connecting && e->client->is_connected();
+        });
+        if (a->ec && !other_usable && connecting_ == 0) co_return unexpected(a->ec);
+      }
       const auto now = steady::now();
       reap_locked(now);
       // The least busy usable connection on the caller's reactor, and anywhere.
@@ -412,24 +488,11 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire_slow() {
       // With no connection up yet and one being made, wait for that one: a second connect
       // for the same first calls would only leave an extra connection behind.
       if (grow && (best != nullptr || connecting_ == 0)) {
-        client_config cc = config_.client;
-        cc.connect_timeout = config_.connect_timeout;
-        // The server's reactor count, for the auto cap and spreading.
-        if (config_.max_connections == 0 || config_.spread_in_flight != 0)
-          cc.ask_server_reactors = true;
         // On the caller's reactor, so its calls stay there; a caller from another thread
         // places it on the reactor with the fewest connections.
-        const std::size_t reactor = here != no_reactor ? here : least_used_reactor_locked();
-        fresh.reset(new rpc_client(cc, reactor));
-        auto e = std::make_unique<entry>();
-        e->client = fresh;
-        e->reactor = reactor;
-        e->created = e->last_used = now;
-        e->used = true;
-        entries_.push_back(std::move(e));
-        ++connecting_;
-        ++stats_.connect_attempts;
-        publish_locked();  // counts it as live: other callers do not open one for it too
+        started =
+            begin_connect_locked(here != no_reactor ? here : least_used_reactor_locked(), now);
+        mine = started;
       } else if (connecting_ == 0) {
         co_return unexpected(rpc_error(rpc_errc::connect_failed,
                                        "no connection to " + endpoint_ +
@@ -438,48 +501,75 @@ task<expected<client_pool::lease, rpc_error>> client_pool::acquire_slow() {
                                            " failed connect(s); last error: " + last_error_));
       }
     }
-    if (!fresh) {
-      co_await connect_wait{this};  // another caller's connect: use its result
-      continue;
+    if (started) run_connect(weak_from_this(), endpoint_, std::move(started));
+    if (deadline != no_deadline && steady::now() >= deadline) {
+      co_return unexpected(rpc_error(rpc_errc::timeout, "the call's deadline passed while " +
+                                                            endpoint_ + " was being connected"));
     }
-    rpc_error ec = co_await fresh->connect(endpoint_);
-    std::vector<waiter> waiters;
-    {
-      std::lock_guard lk(mutex_);
-      --connecting_;
-      auto it = std::find_if(entries_.begin(), entries_.end(),
-                             [&](const auto& e) { return e->client == fresh; });
-      if (ec) {
-        entries_.erase(it);
-        ++consecutive_failures_;
-        ++stats_.connect_failures;
-        if (metrics_ != nullptr) metrics::pool_counters::add(metrics_->connects_failed);
-        last_error_ = ec.message();
-        next_attempt_ = steady::now() + backoff_locked();
-      } else {
-        (*it)->connecting = false;
-        (*it)->last_used = steady::now();
-        if (metrics_ != nullptr) {
-          metrics::pool_counters::add(metrics_->connects_ok);
-          metrics_->connections.fetch_add(1, std::memory_order_relaxed);
-        }
-        consecutive_failures_ = 0;
-        if (const std::size_t r = fresh->server_reactors(); r != 0) server_reactors_ = r;
-      }
-      publish_locked();
-      waiters.swap(waiters_);
-    }
-    wake(waiters);
-    if (ec) {
-      std::lock_guard lk(mutex_);
-      const bool other_usable = std::any_of(entries_.begin(), entries_.end(), [](const auto& e) {
-        return !e->connecting && e->client->is_connected();
-      });
-      if (!other_usable && connecting_ == 0) co_return unexpected(std::move(ec));
-      continue;
-    }
-    co_return lease{std::move(fresh), client_reuse_hint::first_use};
+    co_await connect_wait{this, deadline};  // this caller's connect, or another's
   }
+}
+
+std::shared_ptr<client_pool::connect_attempt> client_pool::begin_connect_locked(std::size_t reactor,
+                                                                                time_point now) {
+  client_config cc = config_.client;
+  cc.connect_timeout = config_.connect_timeout;
+  // The server's reactor count, for the auto cap and spreading.
+  if (config_.max_connections == 0 || config_.spread_in_flight != 0) cc.ask_server_reactors = true;
+  auto a = std::make_shared<connect_attempt>();
+  a->client.reset(new rpc_client(cc, reactor));
+  auto e = std::make_unique<entry>();
+  e->client = a->client;
+  e->reactor = reactor;
+  e->created = e->last_used = now;
+  entries_.push_back(std::move(e));
+  ++connecting_;
+  ++stats_.connect_attempts;
+  publish_locked();  // counts it as live: other callers do not open one for it too
+  return a;
+}
+
+detail::detached client_pool::run_connect(std::weak_ptr<client_pool> weak, std::string endpoint,
+                                          std::shared_ptr<connect_attempt> a) {
+  const detail::background_work counted;
+  rpc_error ec;
+  try {
+    ec = co_await a->client->connect(endpoint);
+  } catch (...) {
+    ec = rpc_error(rpc_errc::connect_failed, "out of memory while connecting");
+  }
+  // Gone: nobody waits (a waiter keeps the pool), and its destructor closed this connection.
+  const auto pool = weak.lock();
+  if (!pool) co_return;
+  std::vector<waiter> waiters;
+  {
+    std::lock_guard lk(pool->mutex_);
+    --pool->connecting_;
+    auto it = std::find_if(pool->entries_.begin(), pool->entries_.end(),
+                           [&](const auto& e) { return e->client == a->client; });
+    if (ec) {
+      pool->entries_.erase(it);
+      ++pool->consecutive_failures_;
+      ++pool->stats_.connect_failures;
+      if (pool->metrics_ != nullptr) metrics::pool_counters::add(pool->metrics_->connects_failed);
+      pool->last_error_ = ec.message();
+      pool->next_attempt_ = steady::now() + pool->backoff_locked();
+    } else {
+      (*it)->connecting = false;
+      (*it)->last_used = steady::now();
+      if (pool->metrics_ != nullptr) {
+        metrics::pool_counters::add(pool->metrics_->connects_ok);
+        pool->metrics_->connections.fetch_add(1, std::memory_order_relaxed);
+      }
+      pool->consecutive_failures_ = 0;
+      if (const std::size_t r = a->client->server_reactors(); r != 0) pool->server_reactors_ = r;
+    }
+    a->done = true;
+    a->ec = std::move(ec);
+    pool->publish_locked();
+    waiters.swap(pool->waiters_);
+  }
+  pool->wake(waiters);
 }
 
 }  // namespace corvid

@@ -11,8 +11,8 @@
 #include "corvid/detail/detached.hpp"
 
 #include "../discovery/endpoint_source.hpp"
-#include "client_metrics_access.hpp"
 #include "background.hpp"
+#include "client_metrics_access.hpp"
 #include "health_follower.hpp"
 #include "lb_view.hpp"
 

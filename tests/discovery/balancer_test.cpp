@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "background_quiet.hpp"
 #include "child_process.hpp"
 #include "connect.hpp"
-#include "background_quiet.hpp"
 #include "discovery_support.hpp"
 
 namespace discovery_test {

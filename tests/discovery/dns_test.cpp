@@ -6,8 +6,8 @@
 
 #include "corvid/client/client_metrics.hpp"
 
-#include "discovery/endpoint_source.hpp"
 #include "background_quiet.hpp"
+#include "discovery/endpoint_source.hpp"
 #include "discovery_support.hpp"
 #include "dnsmasq_process.hpp"
 #include <sys/resource.h>

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "discovery/etcd_client.hpp"
 #include "background_quiet.hpp"
+#include "discovery/etcd_client.hpp"
 #include "discovery_support.hpp"
 #include "etcd_process.hpp"
 #include "http_client.hpp"

@@ -9,9 +9,9 @@
 
 #include "corvid/client/client_metrics.hpp"
 
+#include "background_quiet.hpp"
 #include "discovery/endpoint_source.hpp"
 #include "discovery/etcd_client.hpp"
-#include "background_quiet.hpp"
 #include "discovery_support.hpp"
 #include "etcd_process.hpp"
 

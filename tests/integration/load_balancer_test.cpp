@@ -5,6 +5,9 @@
 #include <map>
 #include <thread>
 
+#include "background_quiet.hpp"
+#include "blackhole.hpp"
+#include "free_port.hpp"
 #include "test_support.hpp"
 
 namespace corvid_test {
@@ -223,6 +226,36 @@ TEST(load_balancer, a_probe_never_outlasts_the_callers_deadline) {
   ASSERT_EQ(done.wait_for(10s), std::future_status::ready)
       << "the call waited for the probe's 30 s timeout, not its own 200 ms";
   EXPECT_FALSE(done.get());  // the probe it waited for ended with it
+}
+
+// The probe's connect counts too: a call waits for no part of a probe past its deadline.
+TEST(load_balancer, a_probe_whose_connect_hangs_never_outlasts_the_callers_deadline) {
+  const std::uint16_t port = corvid::test::free_port();
+  const std::string gone = "127.0.0.1:" + std::to_string(port);
+  auto cfg = probe_config();
+  cfg.pool.connect_timeout = 60s;
+  cfg.pool.reconnect_backoff_initial = 1ms;
+  cfg.pool.reconnect_backoff_max = 1ms;
+  auto lb = corvid::load_balancer::create({{gone}}, cfg);
+  // Refused at once while nothing listens: ejected for eject_max (100 ms).
+  (void)corvid::sync_wait(lb->call_for<&calculator::plus>(50ms, 0));
+  corvid::test::blackhole hole(port);
+  ASSERT_TRUE(eventually([&] {
+    for (auto& s : lb->stats()) {
+      if (s.address == gone) return s.failures > 0 && !s.ejected;
+    }
+    return false;
+  }));
+  auto done = std::async(std::launch::async, [&] {
+    return corvid::sync_wait(lb->call_for<&calculator::plus>(200ms, 0));
+  });
+  ASSERT_EQ(done.wait_for(10s), std::future_status::ready)
+      << "the call waited for the probe's connect (60 s), not its own 200 ms";
+  auto r = done.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout) << r.error().message();
+  // The balancer let go, its pool closes the connect still in progress: the binary's wait for
+  // background work (background_quiet.hpp) ends at once, not after 60 s.
 }
 
 // With another endpoint usable, a probe runs beside the calls: none waits for it.

@@ -8,6 +8,7 @@
 
 #include <asio/post.hpp>
 
+#include "background_quiet.hpp"
 #include "test_support.hpp"
 
 namespace corvid_test {

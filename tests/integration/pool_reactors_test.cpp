@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "background_quiet.hpp"
 #include "test_support.hpp"
 
 namespace corvid_test {

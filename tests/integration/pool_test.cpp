@@ -1,10 +1,13 @@
 // client_pool: few connections shared by many callers, surviving a server restart.
 #include <atomic>
+#include <future>
 #include <latch>
 #include <thread>
 
 #include <asio/post.hpp>
 
+#include "background_quiet.hpp"
+#include "blackhole.hpp"
 #include "test_support.hpp"
 
 namespace corvid_test {
@@ -189,6 +192,67 @@ TEST(pool, first_callers_wait_for_the_connection_being_made) {
   EXPECT_EQ(answered.load(), callers);
   EXPECT_EQ(pool->stats().connect_attempts, 1u);
   EXPECT_EQ(srv.server().connection_count(), 1u);
+}
+
+// A pool whose connect hangs: nothing answers its SYNs for the whole connect_timeout.
+corvid::pool_config hanging_connect_config() {
+  corvid::pool_config cfg;
+  cfg.connect_timeout = corvid::test::patience(3s);
+  cfg.lazy_connect = true;
+  return cfg;
+}
+
+// The call's deadline covers getting a connection: the connect goes on for the pool, the call
+// ends at its deadline (before, it waited for the whole connect_timeout).
+TEST(pool, a_calls_deadline_bounds_the_connect_it_starts) {
+  corvid::test::blackhole hole;
+  auto pool = corvid::client_pool::create(hole.endpoint(), hanging_connect_config());
+  auto r = corvid::sync_wait(pool->call_for<add>(200ms, 1, 2));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout) << r.error().message();
+  const auto s = pool->stats();
+  EXPECT_EQ(s.connect_attempts, 1u);
+  EXPECT_EQ(s.connect_failures, 0u) << "the call waited for its connect to fail";
+}
+
+// A caller that finds another's connect in progress waits for it only until its own deadline.
+TEST(pool, a_caller_waiting_for_anothers_connect_keeps_its_own_deadline) {
+  corvid::test::blackhole hole;
+  auto pool = corvid::client_pool::create(hole.endpoint(), hanging_connect_config());
+  auto first = std::async(std::launch::async, [&] {
+    return corvid::sync_wait(pool->call<add>(1, 2));  // request_timeout: 30 s
+  });
+  ASSERT_TRUE(eventually([&] { return pool->stats().connect_attempts == 1; }));
+  corvid::call_options o;
+  o.timeout = 200ms;
+  auto r = corvid::sync_wait(pool->call_with<add>(o, 1, 2));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout) << r.error().message();
+  EXPECT_EQ(pool->stats().connect_failures, 0u) << "the call waited for the other's connect";
+  EXPECT_EQ(pool->stats().connect_attempts, 1u) << "the waiting call started a connect of its own";
+  // The first caller's connect ends with the connect_timeout, and so does its call.
+  auto f = first.get();
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().code(), corvid::rpc_errc::ok);
+  EXPECT_EQ(pool->stats().connect_failures, 1u);
+}
+
+// A call whose deadline passed while its connect was made still finds the connection later:
+// the connect's outcome lands in the pool however the call that asked for it ended.
+TEST(pool, a_connect_outlives_the_call_that_started_it) {
+  test_server srv;
+  corvid::pool_config cfg;
+  cfg.lazy_connect = true;
+  auto pool = corvid::client_pool::create(srv.endpoint(), cfg);
+  // 1 ms: the connect (and its pong) cannot be done in time, or only just.
+  (void)corvid::sync_wait(pool->call_for<add>(1ms, 1, 2));
+  ASSERT_TRUE(eventually([&] { return pool->stats().connections == 1; }))
+      << pool->stats().connect_attempts << " attempts, " << pool->stats().connect_failures
+      << " failed";
+  auto r = corvid::sync_wait(pool->call<add>(1, 2));
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(*r, 3);
+  EXPECT_EQ(pool->stats().connect_attempts, 1u);
 }
 
 TEST(pool, idle_connections_are_reaped) {

@@ -15,7 +15,6 @@
 
 #include <corvid/corvid.hpp>
 
-#include "background_quiet.hpp"
 #include "connect.hpp"
 #include "eventually.hpp"
 #include "process_memory.hpp"

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "background_quiet.hpp"
 #include "test_support.hpp"
 
 namespace corvid_test {

@@ -8,6 +8,7 @@
 
 #include "corvid/protocol/function_id.hpp"
 
+#include "background_quiet.hpp"
 #include "exposition.hpp"
 #include "test_support.hpp"
 

@@ -4,9 +4,9 @@
 // and fail if it does not: a balancer or pool that was let go must let go of its work too. The
 // wait also keeps the process from exiting while that work is suspended on a reactor, which
 // would lose its coroutine frames (LeakSanitizer reports them). Needs src/ on the include path.
-#include <gtest/gtest.h>
-
 #include <chrono>
+
+#include <gtest/gtest.h>
 
 #include "client/background.hpp"
 #include "eventually.hpp"

@@ -21,6 +21,7 @@
 
 #include "corvid/client/pool_config.hpp"
 #include "corvid/client/rpc_client.hpp"
+#include "corvid/detail/detached.hpp"
 #include "corvid/task.hpp"
 
 namespace asio {
@@ -54,18 +55,31 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   task<expected<lease, rpc_error>> acquire();
 
   // A call whose connection broke before its request was written (rpc_error::
-  // request_unsent()) is retried once on another connection: the server never saw it.
+  // request_unsent()) is retried once on another connection: the server never saw it. The
+  // call's deadline covers waiting for a connection too: a connect still in progress at the
+  // deadline goes on for the pool (within pool_config::connect_timeout), the call ends with
+  // rpc_errc::timeout.
   template <auto F, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
     for (int attempt = 0;; ++attempt) {
       lease l;
+      std::chrono::milliseconds left{-1};  // -1: the connection's request_timeout
       if (!pick(l)) {
-        auto slow = co_await acquire_slow();
+        const auto deadline = deadline_for(std::chrono::milliseconds(-1));
+        auto slow = co_await acquire_slow(deadline);
         if (!slow) co_return unexpected(std::move(slow).error());
         l = std::move(*slow);
+        left = left_of(deadline);
       }
-      auto r = co_await l.client->template call<F>(args...);
-      if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
+      // Two statements, not one ?: with a co_await in each arm (GCC 12 destroys its result
+      // twice).
+      if (left.count() < 0) {
+        auto r = co_await l.client->template call<F>(args...);
+        if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
+      } else {
+        auto r = co_await l.client->template call_for<F>(left, args...);
+        if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
+      }
       count_retry();
     }
   }
@@ -74,12 +88,15 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
       std::chrono::duration<Rep, Period> timeout, Args... args) {
     for (int attempt = 0;; ++attempt) {
       lease l;
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(timeout);
       if (!pick(l)) {
-        auto slow = co_await acquire_slow();
+        const auto deadline = deadline_for(std::chrono::ceil<std::chrono::milliseconds>(timeout));
+        auto slow = co_await acquire_slow(deadline);
         if (!slow) co_return unexpected(std::move(slow).error());
         l = std::move(*slow);
+        if (const auto rest = left_of(deadline); rest.count() >= 0) left = rest;
       }
-      auto r = co_await l.client->template call_for<F>(timeout, args...);
+      auto r = co_await l.client->template call_for<F>(left, args...);
       if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
       count_retry();
     }
@@ -90,12 +107,15 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
       call_options options, Args... args) {
     for (int attempt = 0;; ++attempt) {
       lease l;
+      call_options o = options;
       if (!pick(l)) {
-        auto slow = co_await acquire_slow();
+        const auto deadline = deadline_for(options.timeout);
+        auto slow = co_await acquire_slow(deadline);
         if (!slow) co_return unexpected(std::move(slow).error());
         l = std::move(*slow);
+        if (const auto left = left_of(deadline); left.count() >= 0) o.timeout = left;
       }
-      auto r = co_await l.client->template call_with<F>(options, args...);
+      auto r = co_await l.client->template call_with<F>(o, args...);
       if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
       count_retry();
     }
@@ -148,7 +168,14 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   // The common path, no mutex: a usable connection on the caller's reactor from the published
   // snapshot. False: acquire_slow() decides (grow, hand off, wait, fail, reap).
   bool pick(lease& out) noexcept;
-  task<expected<lease, rpc_error>> acquire_slow();
+  using time_point = std::chrono::steady_clock::time_point;
+  static constexpr time_point no_deadline = time_point::max();
+  // Waits for a connect past `deadline` for no caller: rpc_errc::timeout then.
+  task<expected<lease, rpc_error>> acquire_slow(time_point deadline = no_deadline);
+  // The deadline of a call with `timeout` from now (negative: the pool's request_timeout;
+  // 0: none), and what is left of it (at least 1 ms; -1 when there is none).
+  time_point deadline_for(std::chrono::milliseconds timeout) const noexcept;
+  static std::chrono::milliseconds left_of(time_point deadline) noexcept;
   // The index of the caller's reactor in the client's io_pool; no_reactor off its threads.
   std::size_t caller_reactor() const noexcept;
   // Under mutex_: where a caller on no reactor of the pool gets its new connection.
@@ -168,13 +195,23 @@ class client_pool : public std::enable_shared_from_this<client_pool> {
   // Resumes coroutines waiting for a connect to finish (after mutex_ is released), each on its
   // own reactor (callers from other threads: on the caller's, the new connection's), with the
   // trace context it waited in.
+  struct wait_deadline;  // a waiter's timer, and who resumed it first
   struct waiter {
     std::coroutine_handle<> handle;
     std::optional<trace_context> trace;
     std::size_t reactor = no_reactor;
+    std::shared_ptr<wait_deadline> deadline;  // null: it waits for the connect however long
   };
   void wake(std::vector<waiter>& waiters);
   struct connect_wait;
+  // One connect the pool makes, run apart from the caller that asked for it: its outcome
+  // lands in the pool and wakes the waiters even when that caller's deadline came first. It
+  // does not keep the pool: one let go closes its connects (~client_pool).
+  struct connect_attempt;
+  // Under mutex_: a connecting entry on `reactor`, counted; run_connect() makes it connect.
+  std::shared_ptr<connect_attempt> begin_connect_locked(std::size_t reactor, time_point now);
+  static detail::detached run_connect(std::weak_ptr<client_pool> pool, std::string endpoint,
+                                      std::shared_ptr<connect_attempt> a);
   // A timer on one of the client's reactors that reaps idle and aged connections (and
   // publishes the snapshot without them): a pool that went quiet must not keep its sockets,
   // and their heartbeats, forever. Holds only a weak reference to the pool.

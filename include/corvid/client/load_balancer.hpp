@@ -222,7 +222,11 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
       if (!p) co_return unexpected(std::move(p).error());
       // A failed probe re-ejects the endpoint, so the next pick goes elsewhere.
       if (p->probe && !co_await probe(p->v, p->n, left(deadline))) {
-        if (++probes > 8 || (deadline && steady::now() >= *deadline)) {
+        if (deadline && steady::now() >= *deadline) {
+          co_return unexpected(
+              rpc_error(rpc_errc::timeout, "the deadline passed while probing an endpoint"));
+        }
+        if (++probes > 8) {
           co_return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoint answers"));
         }
         continue;
