@@ -5,6 +5,7 @@
 // unless a call has no other endpoint left.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "corvid/client/load_balancer.hpp"
@@ -114,14 +115,17 @@ load_balancer::node* load_balancer::pick_among(const view& v, std::string_view h
     return static_cast<std::size_t>(
         std::count_if(v.nodes.begin(), v.nodes.end(), [&](const auto& n) { return usable(*n); }));
   };
-  // A uniformly random usable node: a few direct draws (most are usable), then a count.
+  // A uniformly random usable node: a few direct draws (most are usable), then a count, made
+  // once per pick (power of two choices draws twice; with most endpoints out, both miss).
+  std::optional<std::size_t> usable_count;
   auto random_usable = [&]() -> node* {
     std::uniform_int_distribution<std::size_t> d(0, size - 1);
     for (int i = 0; i < 4; ++i) {
       node* n = v.nodes[d(thread_rng())].get();
       if (usable(*n)) return n;
     }
-    const std::size_t k = count();
+    if (!usable_count) usable_count = count();
+    const std::size_t k = *usable_count;
     return k == 0 ? nullptr
                   : kth(std::uniform_int_distribution<std::size_t>(0, k - 1)(thread_rng()));
   };

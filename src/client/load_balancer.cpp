@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "corvid/detail/detached.hpp"
 
@@ -186,7 +187,8 @@ void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
     if (wanted.try_emplace(address, std::move(e)).second) order.push_back(std::move(address));
   }
   std::vector<std::shared_ptr<node>> gone;
-  std::size_t over_limit = 0;
+  std::size_t over_limit = 0;         // newly turned away
+  std::size_t listed_over_limit = 0;  // turned away in all
   {
     std::lock_guard lk(mutex_);
     auto current = locked_load(view_, this);
@@ -223,23 +225,28 @@ void load_balancer::set_endpoints(std::vector<lb_endpoint> endpoints) {
       wanted.erase(it);
       nodes.push_back(n);  // endpoints already followed keep their place before new ones
     }
+    // Turned away: counted (and written) once each while they stay listed, not per update.
+    std::unordered_set<std::string> turned_away;
     for (const auto& address : order) {
       auto it = wanted.find(address);
       if (it == wanted.end()) continue;
       if (nodes.size() >= config_.max_endpoints) {
-        ++over_limit;
+        if (!over_limit_.contains(address)) ++over_limit;
+        turned_away.insert(address);
         continue;
       }
       nodes.push_back(make_node(std::move(it->second), first));
     }
+    listed_over_limit = turned_away.size();
+    over_limit_ = std::move(turned_away);
     publish_locked(std::move(nodes), {});
   }
   if (over_limit > 0) {
     count_over_limit(over_limit);
     std::fprintf(stderr,
-                 "corvid: discovery listed %zu endpoints over lb_config::max_endpoints (%zu); "
-                 "they are not followed\n",
-                 over_limit, config_.max_endpoints);
+                 "corvid: discovery listed %zu endpoint(s) over lb_config::max_endpoints (%zu), "
+                 "%zu of them new; they are not followed\n",
+                 listed_over_limit, config_.max_endpoints, over_limit);
   }
   for (auto& n : gone) retire(*n);
 }

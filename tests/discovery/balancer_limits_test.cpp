@@ -2,6 +2,7 @@
 // and DNS's updates): a flood of entries stops at lb_config::max_endpoints with the answering
 // servers kept, endpoints that join take calls only once they have answered, and an update
 // that empties the set is held for a grace instead of failing every call.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -77,6 +78,43 @@ TEST(balancer_limits, a_flood_of_entries_stops_at_max_endpoints_and_calls_go_on)
   EXPECT_TRUE(answers_grow(c, "a", 100)) << "calls stopped: " << c.last_error();
   c.stop();
   EXPECT_EQ(c.failed(), 0) << c.last_error();
+}
+
+// An endpoint turned away is counted once while it stays listed, not again on every update.
+TEST(balancer_limits, endpoints_over_the_limit_are_counted_once_each) {
+  named_server a("a");
+  endpoint_file file;
+  auto cfg = file_config();
+  cfg.max_endpoints = 8;
+  auto listed = refusing(12);  // the source holds up to 16: all reach the balancer
+  listed.insert(listed.begin(), a.endpoint());
+  file.write(listed);
+  auto lb = open_balancer(file.url(), cfg);
+  ASSERT_TRUE(
+      eventually([&] { return lb->balancer_stats().rejected_over_limit == 5; }, patience(10s)))
+      << lb->balancer_stats().rejected_over_limit;
+  // The same list again, and one more: only the new one is counted.
+  listed.push_back("127.0.0.2:19999");
+  file.write(listed);
+  ASSERT_TRUE(
+      eventually([&] { return lb->balancer_stats().rejected_over_limit >= 6; }, patience(10s)))
+      << lb->balancer_stats().rejected_over_limit;
+  // The others again, in another order, without one that was followed: its place goes to one
+  // turned away before, and the rest are turned away again, not counted again.
+  const std::string dropped = listed[1];
+  listed.erase(listed.begin() + 1);
+  std::reverse(listed.begin() + 1, listed.end());
+  file.write(listed);
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& e : lb->endpoints()) {
+          if (e.address == dropped) return false;
+        }
+        return true;
+      },
+      patience(10s)));
+  EXPECT_EQ(lb->balancer_stats().rejected_over_limit, 6u);
+  EXPECT_EQ(lb->balancer_stats().endpoints, 8u);
 }
 
 TEST(balancer_limits, endpoints_that_join_take_calls_only_once_they_have_answered) {

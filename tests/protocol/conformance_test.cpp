@@ -23,19 +23,12 @@ std::uint64_t request_id_of(std::string_view frame) {
   return decode_header(frame.data(), h, UINT32_MAX) == header_errc::ok ? h.request_id : ~0ull;
 }
 
-class ServerConformance : public ::testing::Test {
+class ServerConformance : public raw_server_test {
  protected:
   void SetUp() override {
     server_.register_handler<echo, store>();
     server_.register_handler<&ns::calc::add, &ns::calc::div>(&calc_);
-    ASSERT_FALSE(server_.async_start());
-    peer_.connect(server_.port());
-  }
-  static server_config config() {
-    server_config c;
-    c.address = "127.0.0.1";
-    c.io_threads = 1;
-    return c;
+    start();
   }
   // Reads n frames; replies may come in any order, so they are keyed by request id.
   std::map<std::uint64_t, std::string> read_frames(int n) {
@@ -55,8 +48,6 @@ class ServerConformance : public ::testing::Test {
 
   std::map<std::string, std::string> doc_ = doc_vectors();
   ns::calc calc_;
-  rpc_server server_{config()};
-  raw_peer peer_;
 };
 
 TEST_F(ServerConformance, PipelinedRequestsGetTheDocReplies) {
@@ -152,7 +143,7 @@ TEST_F(ServerConformance, StopsAtTheFirstBadFrame) {
 // A server states its reactor count in the pong (a 2-reactor server answers the doc's pong);
 // the ping changes nothing else: a request after it gets the doc's reply.
 TEST_F(ServerConformance, PongStatesTheReactorCount) {
-  server_config two = config();
+  server_config two = one_reactor();
   two.io_threads = 2;
   rpc_server server(two);
   server.register_handler<echo>();

@@ -65,29 +65,19 @@ std::string refusal(std::uint64_t id, const std::string& message) {
   return error_response(id, rpc_errc::bad_request, message);
 }
 
-class ServerMustUnderstand : public ::testing::Test {
+class ServerMustUnderstand : public raw_server_test {
  protected:
   void SetUp() override {
     counted_runs = 0;
     server_.register_handler<counted, trace_seen, echo>();
     server_.register_handler<corvid_test::streams::upload>();
-    ASSERT_FALSE(server_.async_start());
-    peer_.connect(server_.port());
-  }
-  static server_config config() {
-    server_config c;
-    c.address = "127.0.0.1";
-    c.io_threads = 1;
-    return c;
+    start();
   }
   // The connection still serves calls: a plain request gets its reply.
   void expect_still_serving(std::uint64_t id) {
     peer_.send(request<echo>(id, {}, "next"));
     EXPECT_EQ(hex(peer_.read_frame()), hex(response(id, std::string("next"))));
   }
-
-  rpc_server server_{config()};
-  raw_peer peer_;
 };
 
 // Each unknown must-understand bit of a request: refused with bad_request and the exact

@@ -12,6 +12,8 @@
 #include <asio/write.hpp>
 #include <gtest/gtest.h>
 
+#include "corvid/server/rpc_server.hpp"
+
 #include "wire_util.hpp"
 
 namespace corvid::protocol::test {
@@ -71,6 +73,25 @@ class raw_peer {
   asio::io_context io_;
   asio::ip::tcp::socket socket_{io_};
   std::error_code last_error_;
+};
+
+// A live rpc_server on one reactor at 127.0.0.1 and a raw_peer for it: a test's SetUp
+// registers its handlers on server_, then calls start().
+class raw_server_test : public ::testing::Test {
+ protected:
+  static server_config one_reactor() {
+    server_config c;
+    c.address = "127.0.0.1";
+    c.io_threads = 1;
+    return c;
+  }
+  void start() {
+    ASSERT_FALSE(server_.async_start());
+    peer_.connect(server_.port());
+  }
+
+  rpc_server server_{one_reactor()};
+  raw_peer peer_;
 };
 
 }  // namespace corvid::protocol::test

@@ -19,6 +19,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "corvid/client/client_pool.hpp"
@@ -261,6 +262,9 @@ class load_balancer : public std::enable_shared_from_this<load_balancer> {
   std::atomic<std::size_t> ejected_{0};
   std::mutex wrr_mutex_;  // weighted_round_robin's smooth weights
   std::atomic<std::uint64_t> rejected_over_limit_{0}, empty_updates_held_{0};
+  // Under mutex_: the addresses the last update listed past max_endpoints (no more than the
+  // source holds: twice max_endpoints at most).
+  std::unordered_set<std::string> over_limit_;
   std::unique_ptr<discovery::endpoint_source> source_;            // open(); stopped first
   std::atomic<discovery::endpoint_source*> source_ptr_{nullptr};  // for report()
 };
