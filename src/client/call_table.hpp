@@ -3,7 +3,8 @@
 // high 32 bits and the slot's index in the low 32: looking an id up is an index, and a late or
 // duplicate reply to an ended call finds its slot under a newer generation and matches nothing.
 // Generations skip 0, so id 0 (the server's connection-level errors) never names a call.
-// Not thread-safe: the caller holds the connection mutex.
+// Not thread-safe: the caller holds the connection mutex; only size() may be read from any thread.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -32,6 +33,7 @@ class call_table {
     }
     slots_[index].call = call;
     call->id = (std::uint64_t{slots_[index].generation} << 32) | index;
+    add_filed(1);
   }
 
   // Removes and returns the call filed under `id`; null if none is (an unknown, stale or
@@ -54,8 +56,9 @@ class call_table {
     return s.generation == static_cast<std::uint32_t>(id >> 32) ? s.call : nullptr;
   }
 
-  // Calls filed and not taken.
-  std::size_t size() const noexcept { return slots_.size() - free_.size(); }
+  // Calls filed and not taken. Any thread: a mirror, so a pool's pick reads it without the
+  // connection mutex.
+  std::size_t size() const noexcept { return filed_.load(std::memory_order_relaxed); }
 
   // f(call) for every filed call, in slot order.
   template <class F>
@@ -85,10 +88,18 @@ class call_table {
   void release(std::uint32_t index) {
     slots_[index].generation = next_generation(slots_[index].generation);
     free_.push_back(index);
+    add_filed(-1);
+  }
+
+  // Writers hold the connection mutex, so a plain load and store suffice (no locked add).
+  void add_filed(int delta) noexcept {
+    filed_.store(filed_.load(std::memory_order_relaxed) + static_cast<std::size_t>(delta),
+                 std::memory_order_relaxed);
   }
 
   std::vector<slot> slots_;
   std::vector<std::uint32_t> free_;
+  std::atomic<std::size_t> filed_{0};  // slots_.size() - free_.size()
 };
 
 }  // namespace corvid::detail

@@ -83,10 +83,7 @@ std::uint32_t client_connection::wire_timeout(std::chrono::milliseconds timeout)
       std::max<std::chrono::milliseconds::rep>(timeout.count(), 0), UINT32_MAX));
 }
 
-bool client_connection::is_open() const {
-  std::lock_guard lk(mutex_);
-  return open_;
-}
+bool client_connection::is_open() const noexcept { return open_.load(std::memory_order_acquire); }
 
 std::string client_connection::closed_reason_or_default() const {
   return closed_reason_.empty() ? std::string("not connected") : closed_reason_;
@@ -267,7 +264,7 @@ void client_connection::on_connected(std::uint64_t epoch) {
   bool kick = false;
   {
     std::lock_guard lk(mutex_);
-    open_ = true;
+    open_.store(true, std::memory_order_release);
     closed_reason_.clear();
     if (config_.ask_server_reactors) {
       // A ping first: the server's pong states its reactor count (docs/protocol.md, "Control
@@ -286,7 +283,7 @@ void client_connection::on_connected(std::uint64_t epoch) {
 void client_connection::close(std::string reason) {
   {
     std::lock_guard lk(mutex_);
-    open_ = false;
+    open_.store(false, std::memory_order_release);
     closed_reason_ = reason;
   }
   asio::post(reactor_, [self = shared_from_this(), reason = std::move(reason)]() mutable {
@@ -358,7 +355,7 @@ void client_connection::fail_all(rpc_error e) {
   {
     std::lock_guard lk(mutex_);
     never_sent.swap(pinned_pending_);  // their bytes leave with pending_ below, unwritten
-    open_ = false;
+    open_.store(false, std::memory_order_release);
     if (closed_reason_.empty()) closed_reason_ = e.message();
     const auto now = std::chrono::steady_clock::now();
     calls_.take_all([&](call_base* call) {
@@ -419,7 +416,7 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   const auto now = timeout.count() > 0 || metrics_.on() ? std::chrono::steady_clock::now()
                                                         : std::chrono::steady_clock::time_point{};
   metrics_.submitted(*call, function_id, name, now);
-  if (!open_) {
+  if (!open_locked()) {
     reject(lk, call, rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
     return;
   }
@@ -627,8 +624,8 @@ void client_connection::flush() {
     std::lock_guard lk(mutex_);
     flush_scheduled_ = false;
     // Replies and writes since the last flush may have made room for parked requests.
-    if (open_ && !parked_.empty()) admit_parked_locked(admitted);
-    if (!writing_ && open_ && !pending_.empty()) {
+    if (open_locked() && !parked_.empty()) admit_parked_locked(admitted);
+    if (!writing_ && open_locked() && !pending_.empty()) {
       // Conservative in the one-frame-per-write mode: everything queued counts as written.
       written_seq_ = submit_seq_;
       if (config_.coalesce_writes) {
@@ -752,7 +749,7 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
         deferred = call->completion_deferred = call->pinned;
         metrics::client_recorder::ended(*call, rpc_errc::protocol_error, h.frame_size(),
                                         c.read_at_);
-        if (!response && c.config_.send_cancel && c.open_)
+        if (!response && c.config_.send_cancel && c.open_locked())
           c.queue_control_locked(protocol::make_cancel(h.request_id));  // on_read flushes
       }
     }
@@ -836,7 +833,7 @@ void client_connection::on_timer() {
       c->completion_deferred = c->pinned;
       expired.emplace_back(c, c->pinned);
       // A coroutine handler may still be working on it: tell the server to stop.
-      if (config_.send_cancel && open_) queue_control_locked(protocol::make_cancel(id));
+      if (config_.send_cancel && open_locked()) queue_control_locked(protocol::make_cancel(id));
     }
   }
   for (auto [c, deferred] : expired) {
@@ -877,7 +874,7 @@ void client_connection::on_stream_frame(const protocol::frame_header& h, const c
 
 rpc_error client_connection::send_item(client_stream* s, const request_encoder& encode) {
   std::unique_lock lk(mutex_);
-  if (!open_ || calls_.find(s->id) != s) {
+  if (!open_locked() || calls_.find(s->id) != s) {
     lk.unlock();
     rpc_error e = s->end_error();
     return e ? e : rpc_error(rpc_errc::connection_closed, "the stream has ended");
@@ -908,7 +905,7 @@ void client_connection::queue_stream_control(client_stream* s, const protocol::f
   bool kick = false;
   {
     std::lock_guard lk(mutex_);
-    if (!open_ || calls_.find(s->id) != s) return;
+    if (!open_locked() || calls_.find(s->id) != s) return;
     append_header_frame(pending_, h);
     kick = schedule_flush_locked();
   }
@@ -962,9 +959,9 @@ void client_connection::cancel(call_base* call) {
       metrics::client_recorder::ended(*call, rpc_errc::cancelled, 0,
                                       std::chrono::steady_clock::now());
     }
-    if (config_.send_cancel && open_) queue_control_locked(protocol::make_cancel(id));
+    if (config_.send_cancel && open_locked()) queue_control_locked(protocol::make_cancel(id));
     // The cancel frame, and parked requests the freed slot may make room for.
-    if ((config_.send_cancel || !parked_.empty()) && open_) kick = schedule_flush_locked();
+    if ((config_.send_cancel || !parked_.empty()) && open_locked()) kick = schedule_flush_locked();
   }
   call->set_error({rpc_errc::cancelled, "cancelled by the caller"});
   finish_call(call, deferred);  // drops the connection's reference
@@ -994,7 +991,7 @@ void client_connection::on_heartbeat(std::uint64_t epoch) {
     bool kick;
     {
       std::lock_guard lk(mutex_);
-      if (!open_) return;
+      if (!open_locked()) return;
       queue_control_locked(protocol::make_ping(0));
       kick = schedule_flush_locked();
     }

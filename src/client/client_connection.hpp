@@ -67,11 +67,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
     tls_ctx_ = std::move(ctx);
     tls_server_name_ = std::move(server_name);
   }
-  // Calls sent or queued and not yet ended.
-  std::size_t pending_calls() const {
-    std::lock_guard lk(mutex_);
-    return calls_.size();
-  }
+  // Calls sent or queued and not yet ended. Any thread, without the mutex.
+  std::size_t pending_calls() const noexcept { return calls_.size(); }
   // The reactor count the server stated in a pong (client_config::ask_server_reactors asks
   // at connect; heartbeat pongs carry it too); 0 until one arrives, and for servers that do
   // not state it. Any thread.
@@ -80,7 +77,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   }
   // Fails every pending call with connection_closed and closes the socket. Any thread.
   void close(std::string reason);
-  bool is_open() const;
+  // Connected, and not yet known broken or closed. Any thread, without the mutex.
+  bool is_open() const noexcept;
   asio::io_context& reactor() noexcept { return reactor_; }
   // call_canceller: ends the call with `cancelled` and sends the server a cancel frame.
   void cancel(call_base* call) override;
@@ -141,6 +139,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // call whose deadline is now the earliest.
   void after_submit(bool kick, bool rearm);
   std::string closed_reason_or_default() const;
+  bool open_locked() const noexcept { return open_.load(std::memory_order_relaxed); }
 
   void read_more(std::uint64_t epoch);
   void on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
@@ -216,7 +215,8 @@ class client_connection : public std::enable_shared_from_this<client_connection>
 
   // Shared state, under mutex_.
   mutable std::mutex mutex_;
-  bool open_ = false;
+  // Written under mutex_; atomic so that is_open() reads it without the mutex.
+  std::atomic<bool> open_{false};
   bool writing_ = false;
   bool flush_scheduled_ = false;
   std::string closed_reason_;
@@ -226,7 +226,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   outbound_queue pending_;                  // frames for the next write
   std::vector<call_base*> pinned_pending_;  // calls with borrowed bytes in pending_
   std::vector<call_base*> pinned_sending_;  // ... in frames_.sending() (swapped under mutex_)
-  call_table calls_;                        // sent or queued, by request id
+  call_table calls_;                        // sent or queued, by request id (size(): any thread)
   std::uint64_t submit_seq_ = 0;            // seq of the last call registered
   std::uint64_t written_seq_ = 0;           // calls up to this seq were handed to a write
   deadline_list deadlines_;                 // timed calls, queued or parked
