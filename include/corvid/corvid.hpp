@@ -25,3 +25,4 @@
 #include "corvid/trace/span.hpp"
 #include "corvid/trace/trace_context.hpp"
 #include "corvid/trace/trace_scope.hpp"
+#include "corvid/version.hpp"

@@ -7,6 +7,8 @@
 #include <system_error>
 #include <utility>
 
+#include "corvid/export.hpp"
+
 namespace corvid {
 
 enum class rpc_errc : std::uint8_t {
@@ -30,8 +32,8 @@ enum class rpc_errc : std::uint8_t {
 };
 
 // Short stable name, e.g. "function_not_found".
-std::string_view to_string(rpc_errc e) noexcept;
-const std::error_category& rpc_category() noexcept;
+CORVID_API std::string_view to_string(rpc_errc e) noexcept;
+CORVID_API const std::error_category& rpc_category() noexcept;
 inline std::error_code make_error_code(rpc_errc e) noexcept {
   return {static_cast<int>(e), rpc_category()};
 }

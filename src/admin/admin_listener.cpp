@@ -3,8 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include <asio/ip/tcp.hpp>
-
+#include "../runtime/asio_all.hpp"
 #include "../runtime/endpoint.hpp"
 #include "admin_session.hpp"
 

@@ -8,14 +8,10 @@
 #include <optional>
 #include <string>
 
-#include <asio/basic_socket_acceptor.hpp>
-#include <asio/generic/stream_protocol.hpp>
-#include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
-
 #include "corvid/error.hpp"
 
 #include "../admission/shared_slots.hpp"
+#include "../runtime/asio_all.hpp"
 #include "admin_host.hpp"
 
 namespace corvid::admin {

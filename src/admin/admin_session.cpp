@@ -4,9 +4,7 @@
 #include <chrono>
 #include <memory>
 
-#include <asio/steady_timer.hpp>
-#include <asio/write.hpp>
-
+#include "../runtime/asio_all.hpp"
 #include "admin_pages.hpp"
 #include "http_request.hpp"
 

@@ -3,9 +3,8 @@
 // HEAD; server_config::http_admin), handed here by its server connection before any corvid
 // frame is read, or any connection accepted on admin_address (admin_listener). One request,
 // one response, then the connection closes.
-#include <asio/generic/stream_protocol.hpp>
-
 #include "../admission/shared_slots.hpp"
+#include "../runtime/asio_all.hpp"
 #include "admin_host.hpp"
 
 namespace corvid::admin {

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include <asio/ip/address_v4.hpp>
-#include <asio/ip/address_v6.hpp>
-
+#include "../runtime/asio_all.hpp"
 #include <netinet/in.h>
 
 namespace corvid::detail {

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include <asio/generic/stream_protocol.hpp>
+#include "../runtime/asio_all.hpp"
 
 namespace corvid::detail {
 

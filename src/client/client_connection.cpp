@@ -4,16 +4,13 @@
 #include <new>
 #include <stdexcept>
 
-#include <asio/connect.hpp>
-#include <asio/post.hpp>
-#include <asio/write.hpp>
-
 #include "corvid/codec/sink.hpp"
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/detail/recycled_handler.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
 #include "../protocol/trace_prefix.hpp"
+#include "../runtime/asio_all.hpp"
 #include "../runtime/endpoint.hpp"
 #include "../transport/byte_stream.hpp"
 #include "../transport/tls_context.hpp"

@@ -13,10 +13,6 @@
 #include <string_view>
 #include <vector>
 
-#include <asio/generic/stream_protocol.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/steady_timer.hpp>
-
 #include "corvid/client/call_state.hpp"
 #include "corvid/client/client_config.hpp"
 #include "corvid/client/stream_call.hpp"
@@ -26,6 +22,7 @@
 #include "corvid/protocol/frame_header.hpp"
 
 #include "../metrics/client_recorder.hpp"
+#include "../runtime/asio_all.hpp"
 #include "../runtime/stats_counters.hpp"
 #include "../transport/frame_stream.hpp"
 #include "call_table.hpp"

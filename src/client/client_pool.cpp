@@ -2,12 +2,10 @@
 
 #include <algorithm>
 
-#include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
-
 #include "corvid/detail/detached.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../runtime/asio_all.hpp"
 #include "background.hpp"
 #include "client_metrics_access.hpp"
 #include "pool_snapshot.hpp"

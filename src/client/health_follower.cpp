@@ -4,11 +4,10 @@
 #include <coroutine>
 #include <random>
 
-#include <asio/post.hpp>
-
 #include "corvid/detail/detached.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../runtime/asio_all.hpp"
 #include "background.hpp"
 
 namespace corvid::detail {

@@ -8,10 +8,10 @@
 #include <memory>
 #include <mutex>
 
-#include <asio/steady_timer.hpp>
-
 #include "corvid/client/client_pool.hpp"
 #include "corvid/client/load_balancer.hpp"
+
+#include "../runtime/asio_all.hpp"
 
 namespace corvid::detail {
 

@@ -3,10 +3,9 @@
 #include <string>
 #include <vector>
 
-#include <asio/ssl/error.hpp>
-
 #include "corvid/codec/codec.hpp"
 
+#include "../transport/asio_ssl.hpp"
 #include "../transport/tls_context.hpp"
 
 namespace corvid::rdma {

@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include <asio/ip/address_v4.hpp>
-#include <asio/ip/address_v6.hpp>
-#include <asio/post.hpp>
-
+#include "../runtime/asio_all.hpp"
 #include "rdma_error.hpp"
 #include <netinet/in.h>
 

@@ -23,12 +23,7 @@
 #include <optional>
 #include <vector>
 
-#include <asio/buffer.hpp>
-#include <asio/generic/stream_protocol.hpp>
-#include <asio/io_context.hpp>
-#include <asio/posix/stream_descriptor.hpp>
-#include <asio/steady_timer.hpp>
-
+#include "../runtime/asio_all.hpp"
 #include "../runtime/io_handler.hpp"
 #include "chunk_pool.hpp"
 #include "rdma_context.hpp"

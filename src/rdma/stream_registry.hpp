@@ -10,7 +10,7 @@
 #include <mutex>
 #include <unordered_set>
 
-#include <asio/execution_context.hpp>
+#include "../runtime/asio_all.hpp"
 
 namespace corvid::rdma {
 

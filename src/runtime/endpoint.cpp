@@ -1,7 +1,6 @@
 #include "endpoint.hpp"
 
-#include <asio/local/stream_protocol.hpp>
-
+#include "asio_all.hpp"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/un.h>

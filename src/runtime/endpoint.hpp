@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include <asio/generic/stream_protocol.hpp>
+#include "asio_all.hpp"
 
 namespace corvid::detail {
 

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <cstdint>
 
-#include <asio/io_context.hpp>
-
 #include "corvid/detail/polling_counters.hpp"
+
+#include "asio_all.hpp"
 
 namespace corvid::detail {
 

@@ -3,10 +3,9 @@
 #include <chrono>
 #include <new>
 
-#include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
-
 #include "corvid/detail/timer_storage.hpp"
+
+#include "asio_all.hpp"
 
 namespace corvid::detail {
 

@@ -3,13 +3,12 @@
 // the spans of traced calls. docs/architecture.md, "Admission" and "Tracing".
 #include <string>
 
-#include <asio/post.hpp>
-
 #include "corvid/codec/codec.hpp"
 #include "corvid/server/request_context.hpp"
 #include "corvid/trace/span.hpp"
 
 #include "../protocol/trace_prefix.hpp"
+#include "../runtime/asio_all.hpp"
 #include "server_connection.hpp"
 #include "server_core.hpp"
 

@@ -4,10 +4,9 @@
 #include <algorithm>
 #include <string>
 
-#include <asio/post.hpp>
-
 #include "corvid/memory/buffer_pool.hpp"
 
+#include "../runtime/asio_all.hpp"
 #include "server_connection.hpp"
 #include "server_core.hpp"
 

@@ -3,12 +3,10 @@
 #include <list>
 #include <mutex>
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
-
 #include "corvid/protocol/health.hpp"
 #include "corvid/server/request_context.hpp"
+
+#include "../runtime/asio_all.hpp"
 
 namespace corvid {
 

@@ -1,13 +1,11 @@
 #include "corvid/server/request_context.hpp"
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/post.hpp>
-
 #include "corvid/detail/reply_channel.hpp"
 #include "corvid/detail/stream_link.hpp"
 #include "corvid/runtime/io_pool.hpp"
 #include "corvid/trace/trace_scope.hpp"
 
+#include "../runtime/asio_all.hpp"
 #include "../runtime/timer_access.hpp"
 
 namespace corvid {

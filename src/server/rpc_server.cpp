@@ -3,12 +3,11 @@
 #include <cstdio>
 #include <unistd.h>
 
-#include <asio/post.hpp>
-
 #include "../admin/admin_listener.hpp"
 #include "../discovery/server_presence.hpp"
 #include "../metrics/prometheus_text.hpp"
 #include "../rdma/rdma_context.hpp"
+#include "../runtime/asio_all.hpp"
 #include "../runtime/endpoint.hpp"
 #include "../transport/tls_context.hpp"
 #include "server_connection.hpp"
@@ -84,7 +83,7 @@ server_core::~server_core() {
 }
 
 void server_core::add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn,
-                              bool blocking) {
+                              describe_fn describe, bool blocking) {
   std::lock_guard lk(mutex_);
   if (started_) throw std::logic_error("corvid: register_handler after start()");
   auto [it, inserted] = handlers_.try_emplace(
@@ -95,6 +94,12 @@ void server_core::add_handler(std::uint32_t id, std::string_view name, void* obj
                                : "corvid: function id collision between " + it->second.name +
                                      " and " + std::string(name));
   }
+  if (list_handlers_) reflection.describers_.push_back(describe);
+}
+
+void server_core::list_handlers() {
+  std::lock_guard lk(mutex_);
+  list_handlers_ = true;
 }
 
 rpc_error server_core::async_start() {
@@ -350,8 +355,13 @@ rpc_server::rpc_server(std::size_t io_threads, std::uint16_t port)
 rpc_server::rpc_server(server_config config)
     : core_(std::make_unique<detail::server_core>(std::move(config))) {
   core_->presence = std::make_shared<discovery::server_presence>();
-  // Every corvid server answers the health method (protocol/health.hpp).
+  // Every corvid server answers the health method (protocol/health.hpp); the reflection
+  // method only when asked (server/reflection.hpp). Neither is listed by reflection.
   register_handler<&health_service::check, &health_service::watch>(&core_->health);
+  if (core_->config.reflection) {
+    register_handler<&reflection_service::describe>(&core_->reflection);
+    core_->list_handlers();
+  }
 }
 
 namespace {
@@ -377,8 +387,8 @@ void rpc_server::set_serving(bool serving) {
 }
 
 void rpc_server::add_handler(std::uint32_t id, std::string_view name, void* object,
-                             detail::invoke_fn fn, bool blocking) {
-  core_->add_handler(id, name, object, fn, blocking);
+                             detail::invoke_fn fn, detail::describe_fn describe, bool blocking) {
+  core_->add_handler(id, name, object, fn, describe, blocking);
 }
 
 void rpc_server::set_method_limit(std::uint32_t id, std::string_view name,

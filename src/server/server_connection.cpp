@@ -11,14 +11,13 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include <asio/post.hpp>
-
 #include "corvid/codec/codec.hpp"
 #include "corvid/detail/stream_link.hpp"
 #include "corvid/memory/buffer_pool.hpp"
 #include "corvid/server/request_context.hpp"
 #include "corvid/trace/span.hpp"
 
+#include "../runtime/asio_all.hpp"
 #include "server_core.hpp"
 
 namespace corvid::detail {

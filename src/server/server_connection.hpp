@@ -7,10 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <asio/cancellation_signal.hpp>
-#include <asio/generic/stream_protocol.hpp>
-#include <asio/steady_timer.hpp>
-
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/detail/reply_channel.hpp"
@@ -21,6 +17,7 @@
 #include "../admission/shared_slots.hpp"
 #include "../memory/server_memory.hpp"
 #include "../metrics/call_recorder.hpp"
+#include "../runtime/asio_all.hpp"
 #include "../stream/stream_mux.hpp"
 #include "../transport/byte_stream.hpp"
 #include "../transport/frame_stream.hpp"

@@ -10,15 +10,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include <asio/basic_socket_acceptor.hpp>
-#include <asio/generic/stream_protocol.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/steady_timer.hpp>
-
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/protocol/health.hpp"
 #include "corvid/runtime/io_pool.hpp"
 #include "corvid/runtime/tls_config.hpp"
+#include "corvid/server/reflection.hpp"
 #include "corvid/server/server_config.hpp"
 
 #include "../admin/admin_host.hpp"
@@ -27,6 +23,7 @@
 #include "../memory/server_memory.hpp"
 #include "../metrics/server_metrics.hpp"
 #include "../metrics/snapshot.hpp"
+#include "../runtime/asio_all.hpp"
 #include "../runtime/stats_counters.hpp"
 #include "method_limit.hpp"
 #include "worker_pool.hpp"
@@ -71,8 +68,12 @@ class server_core : public admin::admin_host {
             shared_slots::make(config.max_pre_auth_connections, config.max_pre_auth_per_peer)) {}
   ~server_core() override;
 
+  // Records `describe` for reflection once list_handlers() was called.
   void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn,
-                   bool blocking = false);
+                   describe_fn describe, bool blocking = false);
+  // Reflection lists the handlers registered from now on: rpc_server's constructor calls it
+  // after registering its built-in methods, with server_config::reflection.
+  void list_handlers();
   // Before start; the function must be registered. Throws std::logic_error otherwise.
   void set_method_limit(std::uint32_t id, std::string_view name, std::size_t max_concurrent);
   // The worker pool blocking handlers run on; null unless one is registered and started.
@@ -108,6 +109,8 @@ class server_core : public admin::admin_host {
   // The built-in health method's state (protocol/health.hpp): its watches run on the
   // connections, which end first.
   health_service health;
+  // The reflection method's handler list (server_config::reflection; empty without it).
+  reflection_service reflection;
   // Places for connections in pre-authentication (server_connection::enter_pre_auth).
   std::shared_ptr<shared_slots> pre_auth;
   std::uint16_t bound_port = 0;
@@ -163,6 +166,7 @@ class server_core : public admin::admin_host {
   bool stopping_ = false;
   bool drained_ = false;
   bool released_ = false;  // io objects released after the join
+  bool list_handlers_ = false;
   std::size_t handlers_running_ = 0;
   mutable std::mutex tls_mutex_;
   std::shared_ptr<const server_tls> tls_;

@@ -4,10 +4,10 @@
 #include <new>
 #include <pthread.h>
 
-#include <asio/post.hpp>
-
 #include "corvid/detail/blocking_invoker.hpp"
 #include "corvid/detail/recycled_handler.hpp"
+
+#include "../runtime/asio_all.hpp"
 
 namespace corvid::detail {
 

@@ -2,8 +2,7 @@
 
 #include <poll.h>
 
-#include <asio/post.hpp>
-
+#include "../runtime/asio_all.hpp"
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 

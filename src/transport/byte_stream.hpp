@@ -19,16 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/buffer.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/generic/stream_protocol.hpp>
-#include <asio/write.hpp>
-
 #include "corvid/detail/buffer_range.hpp"
 #include "corvid/detail/recycled_handler.hpp"
 
 #include "../rdma/rdma_stream.hpp"
+#include "../runtime/asio_all.hpp"
 #include "counting_transfer_all.hpp"
 #include "tls_channel.hpp"
 

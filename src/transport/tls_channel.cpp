@@ -4,10 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include <asio/post.hpp>
-#include <asio/ssl/error.hpp>
-#include <asio/write.hpp>
-
+#include "../runtime/asio_all.hpp"
+#include "asio_ssl.hpp"
 #include "counting_transfer_all.hpp"
 #include <openssl/err.h>
 #include <openssl/ssl.h>

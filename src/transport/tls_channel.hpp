@@ -22,15 +22,12 @@
 #include <system_error>
 #include <vector>
 
-#include <asio/buffer.hpp>
-#include <asio/generic/stream_protocol.hpp>
-#include <asio/ssl/context.hpp>
-#include <asio/write.hpp>
-
 #include "corvid/detail/recycled_handler.hpp"
 #include "corvid/memory/memory_tracker.hpp"
 
+#include "../runtime/asio_all.hpp"
 #include "../runtime/io_handler.hpp"
+#include "asio_ssl.hpp"
 #include "counting_transfer_all.hpp"
 #include <openssl/ssl.h>
 

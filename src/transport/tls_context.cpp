@@ -2,8 +2,7 @@
 
 #include <fstream>
 
-#include <asio/ssl/error.hpp>
-
+#include "asio_ssl.hpp"
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>

@@ -7,11 +7,11 @@
 #include <string_view>
 #include <system_error>
 
-#include <asio/generic/stream_protocol.hpp>
-#include <asio/ssl/context.hpp>
-
 #include "corvid/expected.hpp"
 #include "corvid/runtime/tls_config.hpp"
+
+#include "../runtime/asio_all.hpp"
+#include "asio_ssl.hpp"
 
 namespace corvid::detail {
 

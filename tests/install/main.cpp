@@ -1,4 +1,7 @@
 // Install check: an echo/add round trip through an installed corvid. Exits 0 only on success.
+//   app            the round trip in one process; prints the library's version
+//   app serve      serves echo and add with reflection on, prints "listening on PORT" and runs
+//                  until stdin closes (for the `corvid` command's check)
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -28,7 +31,28 @@ corvid::task<int> run(std::uint16_t port) {
   co_return 0;
 }
 
-int main() {
+int serve() {
+  corvid::server_config config;
+  config.address = "127.0.0.1";
+  config.io_threads = 1;
+  config.reflection = true;
+  corvid::rpc_server server(config);
+  server.register_handler<echo, add>();
+  if (auto ec = server.async_start()) {
+    std::cerr << "async_start failed: " << ec.message() << '\n';
+    return 4;
+  }
+  std::cout << "listening on " << server.port() << std::endl;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+  }
+  server.stop();
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "serve") return serve();
+  std::cout << "corvid " << corvid::version() << '\n';
   corvid::rpc_server server(/*io threads*/ 1, /*port*/ 0);
   server.register_handler<echo, add>();
   if (auto ec = server.async_start()) {

@@ -3,6 +3,7 @@
 // three kinds of stream.
 //   python_peer_server [--tls] [--mtls] [--unix PATH] [--max-frame N] [--max-streams N]
 //   python_peer_server --schema     prints describe_schema of its handlers (for corvid-stubgen)
+// Reflection is on: corvid::reflection_service::describe answers the same schema.
 // Serves on 127.0.0.1 (or PATH) and prints "port N" (with --tls/--mtls first
 // "certs CA CLIENT_CERT CLIENT_KEY", files that live as long as the process), then serves
 // until killed.
@@ -293,6 +294,7 @@ int main(int argc, char** argv) {
   corvid::server_config cfg;
   cfg.address = "127.0.0.1";
   cfg.io_threads = 1;
+  cfg.reflection = true;  // for `corvid list` / `describe` / `call` (python/corvid)
   bool tls = false;
   bool mtls = false;
   for (int i = 1; i < argc; ++i) {

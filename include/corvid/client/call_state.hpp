@@ -14,6 +14,7 @@
 #include "corvid/detail/frame_allocator.hpp"
 #include "corvid/error.hpp"
 #include "corvid/expected.hpp"
+#include "corvid/export.hpp"
 #include "corvid/trace/trace_scope.hpp"
 
 namespace corvid {
@@ -125,7 +126,7 @@ class call_base : public pooled {
   std::atomic<int> refs_{1};
 };
 
-std::string undecodable_reply_message(std::string_view why);
+CORVID_API std::string undecodable_reply_message(std::string_view why);
 // What a call that never got a reply or an error answers (made when asked, not per call).
 inline rpc_error never_completed() {
   return rpc_error(rpc_errc::cancelled, "call never completed");

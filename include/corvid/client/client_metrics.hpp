@@ -17,6 +17,8 @@
 #include <memory>
 #include <string>
 
+#include "corvid/export.hpp"
+
 namespace corvid {
 
 namespace metrics {
@@ -27,7 +29,7 @@ struct client_metrics_access;
 struct discovery_metrics_access;  // src/discovery: its sources count the entries they reject
 }  // namespace detail
 
-class client_metrics {
+class CORVID_API client_metrics {
  public:
   // Per-endpoint series (pool_*, lb_*) of an endpoint no pool or balancer uses any more leave
   // the exposition after `endpoint_linger`; past `max_endpoint_series` endpoints (of pools,

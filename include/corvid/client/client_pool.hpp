@@ -22,6 +22,7 @@
 #include "corvid/client/pool_config.hpp"
 #include "corvid/client/rpc_client.hpp"
 #include "corvid/detail/detached.hpp"
+#include "corvid/export.hpp"
 #include "corvid/task.hpp"
 
 namespace asio {
@@ -34,7 +35,7 @@ namespace metrics {
 struct pool_counters;  // src/metrics: this endpoint's pool counters (client_config::metrics)
 }
 
-class client_pool : public std::enable_shared_from_this<client_pool> {
+class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> {
  public:
   // endpoint: "host:port" or "unix:/path".
   static std::shared_ptr<client_pool> create(std::string endpoint, pool_config config = {});

@@ -24,6 +24,7 @@
 
 #include "corvid/client/client_pool.hpp"
 #include "corvid/client/lb_config.hpp"
+#include "corvid/export.hpp"
 #include "corvid/protocol/health.hpp"
 
 namespace corvid {
@@ -67,7 +68,7 @@ struct lb_endpoint_stats {
   bool proven = false;       // has answered once (or was named by the user)
 };
 
-class load_balancer : public std::enable_shared_from_this<load_balancer> {
+class CORVID_API load_balancer : public std::enable_shared_from_this<load_balancer> {
  public:
   static std::shared_ptr<load_balancer> create(std::vector<lb_endpoint> endpoints,
                                                lb_config config = {});

@@ -23,6 +23,7 @@
 #include "corvid/detail/function_traits.hpp"
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/detail/request_encoder.hpp"
+#include "corvid/export.hpp"
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/protocol/signature.hpp"
 #include "corvid/rdma/ibv_config.hpp"
@@ -81,7 +82,7 @@ struct opened_stream {
   T await_resume() { return std::move(value); }
 };
 
-class connect_awaiter {
+class CORVID_API connect_awaiter {
  public:
   connect_awaiter(std::shared_ptr<detail::client_connection> conn, std::string host,
                   std::string port, rpc_error parse_error)
@@ -101,7 +102,7 @@ class connect_awaiter {
 
 class client_pool;
 
-class rpc_client {
+class CORVID_API rpc_client {
  public:
   rpc_client();
   explicit rpc_client(client_config config);

@@ -12,6 +12,7 @@
 #include "corvid/client/call_state.hpp"
 #include "corvid/detail/request_encoder.hpp"
 #include "corvid/detail/stream_inbox.hpp"
+#include "corvid/export.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
 namespace corvid::detail {
@@ -19,7 +20,7 @@ namespace corvid::detail {
 class client_stream;
 
 // What a client stream asks of its connection (client_connection). Any thread.
-class stream_sender {
+class CORVID_API stream_sender {
  public:
   // Queues one item frame of `s`. An error when the connection is closed or the item is
   // larger than max_frame_size.
@@ -36,7 +37,7 @@ class stream_sender {
   ~stream_sender() = default;
 };
 
-class client_stream final : public call_base, public stream_inbox {
+class CORVID_API client_stream final : public call_base, public stream_inbox {
  public:
   // `bare_strings`: the reader's items are std::string (stream_inbox).
   client_stream(std::shared_ptr<stream_sender> sender, bool bare_strings, std::size_t window,

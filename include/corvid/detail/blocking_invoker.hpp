@@ -13,17 +13,18 @@
 
 #include "corvid/detail/blocking_job.hpp"
 #include "corvid/detail/handler_invoker.hpp"
+#include "corvid/export.hpp"
 
 namespace corvid::detail {
 
 // Posts finish(job) to `reactor`. Never fails: a worker that cannot allocate the post waits
 // for memory and tries again (the call must end, and only the reactor may end it).
-void post_blocking_completion(asio::io_context& reactor, void (*finish)(blocking_job*),
-                              blocking_job* job) noexcept;
+CORVID_API void post_blocking_completion(asio::io_context& reactor, void (*finish)(blocking_job*),
+                                         blocking_job* job) noexcept;
 
 // Answers a blocking call whose deadline passed (out of the hot path).
-[[gnu::cold]] void refuse_expired(reply_channel& ch, std::uint64_t request_id, bool ran,
-                                  std::chrono::steady_clock::duration waited);
+[[gnu::cold]] CORVID_API void refuse_expired(reply_channel& ch, std::uint64_t request_id, bool ran,
+                                             std::chrono::steady_clock::duration waited);
 
 template <auto F>
 struct blocking_call : blocking_job, pooled {

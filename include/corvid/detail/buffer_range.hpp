@@ -4,7 +4,7 @@
 // copy free of heap allocation.
 #include <vector>
 
-#include <asio/buffer.hpp>
+#include "corvid/detail/asio.hpp"
 
 namespace corvid::detail {
 

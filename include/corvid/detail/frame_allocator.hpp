@@ -4,12 +4,14 @@
 // takes malloc off the hot path (the benchmark counts allocations per call).
 #include <cstddef>
 
+#include "corvid/export.hpp"
+
 namespace corvid::detail {
 
 // Returns at least n bytes, max_align_t aligned. Never returns null (throws std::bad_alloc).
-void* frame_allocate(std::size_t n);
+CORVID_API void* frame_allocate(std::size_t n);
 // Gives back memory from frame_allocate(n), with the same n. Any thread may free.
-void frame_deallocate(void* p, std::size_t n) noexcept;
+CORVID_API void frame_deallocate(void* p, std::size_t n) noexcept;
 
 // Mix-in: gives a class pooled operator new/delete.
 struct pooled {

@@ -19,6 +19,7 @@
 #include "corvid/detail/function_traits.hpp"
 #include "corvid/detail/reply_channel.hpp"
 #include "corvid/detail/switch_to.hpp"
+#include "corvid/export.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/protocol/signature.hpp"
@@ -41,7 +42,7 @@ struct request_view {
 using invoke_fn = void (*)(void* object, reply_channel& channel, const request_view& request);
 
 // what() of an exception, or a fixed text for non-std exceptions.
-std::string describe_exception(std::exception_ptr e);
+CORVID_API std::string describe_exception(std::exception_ptr e);
 
 template <auto F>
 decltype(auto) apply_handler(void* object, request_context& ctx, decoded_args_t<F>& args) {
@@ -85,9 +86,9 @@ void send_value(reply_channel& ch, std::uint64_t id, request_context& ctx, const
 }
 
 // Answers a request whose caller's signature fingerprint is not the handler's.
-[[gnu::cold]] void refuse_signature(reply_channel& ch, std::uint64_t request_id,
-                                    std::string_view function, std::uint16_t caller,
-                                    std::uint16_t handler);
+[[gnu::cold]] CORVID_API void refuse_signature(reply_channel& ch, std::uint64_t request_id,
+                                               std::string_view function, std::uint16_t caller,
+                                               std::uint16_t handler);
 
 // False (and the request answered signature_mismatch) when the caller stated a fingerprint
 // and it is not F's: its arguments were encoded for other types, so they are not decoded.
@@ -101,11 +102,11 @@ template <auto F>
 }
 
 // Answers a request whose arguments did not decode (out of the hot path).
-[[gnu::cold]] void refuse_arguments(reply_channel& ch, std::uint64_t request_id,
-                                    std::string_view function, codec::decode_errc ec,
-                                    std::size_t budget);
-[[gnu::cold]] void refuse_arguments(reply_channel& ch, std::uint64_t request_id,
-                                    std::string_view function, std::exception_ptr error);
+[[gnu::cold]] CORVID_API void refuse_arguments(reply_channel& ch, std::uint64_t request_id,
+                                               std::string_view function, codec::decode_errc ec,
+                                               std::size_t budget);
+[[gnu::cold]] CORVID_API void refuse_arguments(reply_channel& ch, std::uint64_t request_id,
+                                               std::string_view function, std::exception_ptr error);
 
 // Decodes a request's arguments within the memory the channel allows for it, charging what the
 // decoder allocated (nothing is allocated past the allowance: the decoder takes each

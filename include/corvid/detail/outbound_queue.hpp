@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <asio/buffer.hpp>
-
+#include "corvid/detail/asio.hpp"
 #include "corvid/detail/byte_buffer.hpp"
 
 namespace corvid::detail {

@@ -5,8 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include <asio/io_context.hpp>
-
+#include "corvid/detail/asio.hpp"
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/error.hpp"
 

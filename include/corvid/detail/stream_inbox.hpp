@@ -14,10 +14,11 @@
 
 #include "corvid/detail/recycling_allocator.hpp"
 #include "corvid/error.hpp"
+#include "corvid/export.hpp"
 
 namespace corvid::detail {
 
-class stream_inbox {
+class CORVID_API stream_inbox {
  public:
   // `window`: the credit the receiver gives its sender at first, and so what it holds at most
   // (the sender may overshoot by one item). It grows, doubling up to `max_window`, each time

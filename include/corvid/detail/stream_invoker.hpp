@@ -14,8 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <asio/post.hpp>
-
+#include "corvid/detail/asio.hpp"
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/detail/recycled_handler.hpp"
 #include "corvid/detail/stream_link.hpp"

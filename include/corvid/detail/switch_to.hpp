@@ -2,9 +2,7 @@
 // co_await switch_to(reactor): continue on that reactor's thread (no-op when already there).
 #include <coroutine>
 
-#include <asio/io_context.hpp>
-#include <asio/post.hpp>
-
+#include "corvid/detail/asio.hpp"
 #include "corvid/detail/recycled_handler.hpp"
 #include "corvid/runtime/io_pool.hpp"
 

@@ -3,9 +3,11 @@
 // sleep_for), so that their headers, and every user translation unit, need not include asio's
 // timer: only src/ makes and uses the timer (src/runtime/timer_access.hpp), which checks at
 // compile time that it fits. In place, not on the heap: a sleep allocates nothing of its own.
+#include "corvid/export.hpp"
+
 namespace corvid::detail {
 
-class timer_storage {
+class CORVID_API timer_storage {
  public:
   timer_storage() noexcept = default;
   timer_storage(const timer_storage&) = delete;

@@ -12,11 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "corvid/export.hpp"
+
 namespace corvid {
 
 class memory_tracker;
 
-class buffer_pool {
+class CORVID_API buffer_pool {
  public:
   static constexpr std::size_t smallest_class = 4 * 1024;
   static constexpr std::size_t largest_class = 256 * 1024;

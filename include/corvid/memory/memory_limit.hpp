@@ -4,15 +4,17 @@
 #include <cstddef>
 #include <limits>
 
+#include "corvid/export.hpp"
+
 namespace corvid {
 
 inline constexpr std::size_t unlimited_memory = std::numeric_limits<std::size_t>::max();
 
 // Physical memory available to this process: /proc/meminfo MemTotal (sysconf), lowered to
 // the cgroup v2 memory.max when a container sets one. Read once, then cached.
-std::size_t physical_memory() noexcept;
+CORVID_API std::size_t physical_memory() noexcept;
 
-class memory_limit {
+class CORVID_API memory_limit {
  public:
   constexpr memory_limit() = default;  // unlimited
   static constexpr memory_limit none() noexcept { return {}; }

@@ -12,12 +12,13 @@
 #include <mutex>
 #include <string>
 
+#include "corvid/export.hpp"
 #include "corvid/memory/memory_limit.hpp"
 #include "corvid/memory/memory_usage.hpp"
 
 namespace corvid {
 
-class memory_tracker {
+class CORVID_API memory_tracker {
  public:
   // The process-wide root, unlimited until set_limit(); servers and clients hang below it.
   static memory_tracker& process() noexcept;

@@ -5,11 +5,12 @@
 #include <string_view>
 #include <vector>
 
+#include "corvid/export.hpp"
 #include "corvid/memory/memory_limit.hpp"
 
 namespace corvid {
 
-struct memory_usage {
+struct CORVID_API memory_usage {
   std::string name;
   std::size_t current = 0;  // bytes charged now
   std::size_t peak = 0;     // highest `current` since creation (or reset_peak())

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "corvid/error.hpp"
+#include "corvid/export.hpp"
 
 namespace corvid::protocol {
 
@@ -82,7 +83,7 @@ enum class header_errc : std::uint8_t {
   bad_type,     // an unknown message type
   too_large,    // body + attachment exceed the receiver's limit
 };
-std::string_view to_string(header_errc e) noexcept;
+CORVID_API std::string_view to_string(header_errc e) noexcept;
 
 // The must-understand bits this build knows for frames of `type`.
 constexpr std::uint8_t known_must_understand(msg_type type) noexcept {
@@ -97,12 +98,13 @@ constexpr std::uint8_t unknown_must_understand(const frame_header& h) noexcept {
 }
 // Why such a frame is refused: "unknown must-understand flag bit 0x02 (flags 0x03)", the
 // lowest unknown bit and the whole byte. Both peers' messages read the same.
-std::string describe_unknown_must_understand(const frame_header& h);
+CORVID_API std::string describe_unknown_must_understand(const frame_header& h);
 
 // Writes the header's 32 bytes at `out`: version 3 if it sets a must-understand bit, else 2.
-void encode_header(const frame_header& h, char* out) noexcept;
+CORVID_API void encode_header(const frame_header& h, char* out) noexcept;
 // Parses 32 bytes at `in`. On too_large, `out` is still filled (so the reply can name the
 // request id); on other errors its contents are unspecified.
-header_errc decode_header(const char* in, frame_header& out, std::uint32_t max_payload) noexcept;
+CORVID_API header_errc decode_header(const char* in, frame_header& out,
+                                     std::uint32_t max_payload) noexcept;
 
 }  // namespace corvid::protocol

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "corvid/export.hpp"
 #include "corvid/stream/stream.hpp"
 
 namespace corvid {
@@ -23,7 +24,7 @@ class request_context;
 
 enum class health_status : std::uint8_t { serving = 0, not_serving = 1, draining = 2 };
 
-class health_service {
+class CORVID_API health_service {
  public:
   health_service();
   ~health_service();

@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cstddef>
 
+#include "corvid/export.hpp"
+
 namespace corvid {
 
-struct cpu_budget {
+struct CORVID_API cpu_budget {
   std::size_t affinity_cpus = 1;  // CPUs the affinity mask allows (at least 1)
   double quota_cpus = 0;          // the cgroup quota in CPUs (50 ms per 100 ms = 0.5); 0 = none
 
@@ -28,6 +30,6 @@ struct cpu_budget {
 // Reads the budget now (sched_getaffinity and a few files of /proc and /sys/fs/cgroup; not
 // cached, so a process moved to another cgroup sees its new quota). What cannot be read
 // counts as no quota.
-cpu_budget usable_cpus();
+CORVID_API cpu_budget usable_cpus();
 
 }  // namespace corvid

@@ -12,13 +12,13 @@
 #include <thread>
 #include <vector>
 
-#include <asio/io_context.hpp>
-
+#include "corvid/detail/asio.hpp"
 #include "corvid/detail/polling_counters.hpp"
+#include "corvid/export.hpp"
 
 namespace corvid {
 
-class io_pool {
+class CORVID_API io_pool {
  public:
   // Runs on each reactor thread before it starts serving, with the thread's index: the place
   // to pin threads to cores or name them.
@@ -87,7 +87,7 @@ class io_pool {
   static io_pool& default_pool();
 
  private:
-  struct reactor {
+  struct CORVID_API reactor {
     asio::io_context ctx{1};  // concurrency hint 1: only this reactor's thread runs it
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
     std::thread thread;
@@ -103,6 +103,6 @@ class io_pool {
 };
 
 // The io_context of the reactor running the calling thread, or null off reactor threads.
-asio::io_context* current_reactor() noexcept;
+CORVID_API asio::io_context* current_reactor() noexcept;
 
 }  // namespace corvid

@@ -5,10 +5,11 @@
 #include <coroutine>
 
 #include "corvid/detail/timer_storage.hpp"
+#include "corvid/export.hpp"
 
 namespace corvid {
 
-class sleep_awaiter {
+class CORVID_API sleep_awaiter {
  public:
   explicit sleep_awaiter(std::chrono::steady_clock::duration d) : duration_(d) {}
   bool await_ready() const noexcept {

@@ -10,8 +10,10 @@
 // or result is listed once with its layout and its fields' types in order (field names are
 // not available to the library, so fields are compared by position). Functions and structs
 // are sorted by name, so the text only changes when the schema does.
+#include <array>
 #include <cstdio>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -109,8 +111,15 @@ inline std::string json_list(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+// What the describers of a set of functions fill in: each function's JSON object by name (a
+// stable order) and every struct they reach.
+struct schema {
+  std::map<std::string, std::string> functions;
+  schema_structs structs;
+};
+
 template <auto F>
-std::string describe_function(schema_structs& structs) {
+void describe_function(schema& out) {
   // The fingerprint's parameters: a trailing stream_reader<U> is listed as "stream U" (a
   // client needs it to call the function; the request body does not carry it).
   using params = schema_params_t<F>;
@@ -118,15 +127,45 @@ std::string describe_function(schema_structs& structs) {
   std::vector<std::string> list;
   [&]<class... P>(std::tuple<P...>*) {
     (list.push_back(canonical_type<std::remove_cvref_t<P>>()), ...);
-    collect_each<P...>(structs);
+    collect_each<P...>(out.structs);
   }(static_cast<params*>(nullptr));
-  if constexpr (!std::is_void_v<result>) collect_structs<std::remove_cvref_t<result>>(structs);
+  if constexpr (!std::is_void_v<result>) {
+    collect_structs<std::remove_cvref_t<result>>(out.structs);
+  }
   char signature[8];
   std::snprintf(signature, sizeof signature, "0x%04x",
                 static_cast<unsigned>(protocol::signature_v<F>));
-  return "{\"name\": " + json_string(protocol::function_name<F>()) +
-         ", \"signature\": " + json_string(signature) + ", \"params\": " + json_list(list) +
-         ", \"result\": " + json_string(canonical_type<std::remove_cvref_t<result>>()) + "}";
+  out.functions[std::string(protocol::function_name<F>())] =
+      "{\"name\": " + json_string(protocol::function_name<F>()) +
+      ", \"signature\": " + json_string(signature) + ", \"params\": " + json_list(list) +
+      ", \"result\": " + json_string(canonical_type<std::remove_cvref_t<result>>()) + "}";
+}
+
+// &describe_function<F>: what rpc_server records per registered handler for reflection
+// (server/reflection.hpp), so the schema of handlers known only at run time can be written.
+using describe_fn = void (*)(schema&);
+
+// The schema of the functions `describers` describe, as JSON: describe_schema<F...>() and the
+// reflection method both write it here.
+inline std::string render_schema(std::span<const describe_fn> describers) {
+  schema all;
+  for (const describe_fn describe : describers) describe(all);
+  std::string out = "{\n  \"corvid_schema\": 1,\n  \"functions\": [";
+  const char* sep = "\n    ";
+  for (const auto& [name, text] : all.functions) {
+    out += sep + text;
+    sep = ",\n    ";
+  }
+  out += "\n  ],\n  \"structs\": [";
+  sep = "\n    ";
+  for (const auto& [name, s] : all.structs) {
+    out += sep;
+    out += "{\"name\": " + json_string(name) +
+           ", \"layout\": " + (s.frozen ? "\"frozen\"" : "\"evolvable\"") +
+           ", \"fields\": " + json_list(s.fields) + "}";
+    sep = ",\n    ";
+  }
+  return out + "\n  ]\n}\n";
 }
 
 }  // namespace detail
@@ -134,26 +173,9 @@ std::string describe_function(schema_structs& structs) {
 // The schema of handlers F... as JSON (format: docs/codec.md, "Checking a change").
 template <auto... F>
 std::string describe_schema() {
-  detail::schema_structs structs;
-  std::map<std::string, std::string> functions;  // by name: a stable order
-  ((functions[std::string(protocol::function_name<F>())] = detail::describe_function<F>(structs)),
-   ...);
-  std::string out = "{\n  \"corvid_schema\": 1,\n  \"functions\": [";
-  const char* sep = "\n    ";
-  for (const auto& [name, text] : functions) {
-    out += sep + text;
-    sep = ",\n    ";
-  }
-  out += "\n  ],\n  \"structs\": [";
-  sep = "\n    ";
-  for (const auto& [name, s] : structs) {
-    out += sep;
-    out += "{\"name\": " + detail::json_string(name) +
-           ", \"layout\": " + (s.frozen ? "\"frozen\"" : "\"evolvable\"") +
-           ", \"fields\": " + detail::json_list(s.fields) + "}";
-    sep = ",\n    ";
-  }
-  return out + "\n  ]\n}\n";
+  static constexpr std::array<detail::describe_fn, sizeof...(F)> describers{
+      &detail::describe_function<F>...};
+  return detail::render_schema(describers);
 }
 
 }  // namespace corvid

@@ -12,11 +12,10 @@
 #include <string_view>
 #include <utility>
 
-#include <asio/cancellation_signal.hpp>
-#include <asio/io_context.hpp>
-
+#include "corvid/detail/asio.hpp"
 #include "corvid/detail/timer_storage.hpp"
 #include "corvid/error.hpp"
+#include "corvid/export.hpp"
 #include "corvid/trace/trace_context.hpp"
 
 namespace corvid {
@@ -44,7 +43,7 @@ struct traced_call {
 
 // co_await ctx.sleep_for(d): like corvid::sleep_for, but ends early when the call is
 // cancelled. Yields true if it slept the whole time, false if cancelled.
-class cancellable_sleep {
+class CORVID_API cancellable_sleep {
  public:
   cancellable_sleep(request_context& ctx, std::chrono::steady_clock::duration d)
       : ctx_(ctx), duration_(d) {}
@@ -61,7 +60,7 @@ class cancellable_sleep {
   std::optional<trace_context> trace_;  // in scope again when the sleep resumes its awaiter
 };
 
-class request_context {
+class CORVID_API request_context {
  public:
   request_context(
       detail::reply_channel& channel, std::uint64_t request_id, std::uint32_t function_id,

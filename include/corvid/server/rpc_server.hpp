@@ -17,11 +17,13 @@
 #include "corvid/detail/handler_invoker.hpp"
 #include "corvid/detail/stream_invoker.hpp"
 #include "corvid/error.hpp"
+#include "corvid/export.hpp"
 #include "corvid/memory/memory_usage.hpp"
 #include "corvid/protocol/function_id.hpp"
 #include "corvid/rdma/ibv_config.hpp"
 #include "corvid/runtime/tls_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
+#include "corvid/server/reflection.hpp"
 #include "corvid/server/server_config.hpp"
 
 namespace corvid {
@@ -30,7 +32,7 @@ namespace detail {
 class server_core;
 }
 
-class rpc_server {
+class CORVID_API rpc_server {
  public:
   rpc_server(std::size_t io_threads, std::uint16_t port);
   explicit rpc_server(server_config config);
@@ -44,7 +46,7 @@ class rpc_server {
   template <auto... Fs>
   void register_handler() {
     (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(), nullptr,
-                 detail::make_invoker<Fs>()),
+                 detail::make_invoker<Fs>(), &detail::describe_function<Fs>),
      ...);
   }
   // Registers member functions called on `object`, which must outlive the server.
@@ -55,7 +57,7 @@ class rpc_server {
         "register_handler(object): every function must be a member of the object's class");
     (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(),
                  static_cast<typename detail::function_traits<decltype(Fs)>::class_type*>(object),
-                 detail::make_invoker<Fs>()),
+                 detail::make_invoker<Fs>(), &detail::describe_function<Fs>),
      ...);
   }
 
@@ -69,7 +71,7 @@ class rpc_server {
   template <auto... Fs>
   void register_blocking_handler() {
     (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(), nullptr,
-                 detail::make_blocking_invoker<Fs>(), true),
+                 detail::make_blocking_invoker<Fs>(), &detail::describe_function<Fs>, true),
      ...);
   }
   template <auto... Fs, class C>
@@ -80,7 +82,7 @@ class rpc_server {
         "class");
     (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(),
                  static_cast<typename detail::function_traits<decltype(Fs)>::class_type*>(object),
-                 detail::make_blocking_invoker<Fs>(), true),
+                 detail::make_blocking_invoker<Fs>(), &detail::describe_function<Fs>, true),
      ...);
   }
   // At most `max_concurrent` calls of F running at once over all connections (plain calls
@@ -147,8 +149,9 @@ class rpc_server {
   std::uint16_t admin_port() const noexcept;
 
  private:
+  // `describe` writes the handler's schema, for reflection (server_config::reflection).
   void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn,
-                   bool blocking = false);
+                   detail::describe_fn describe, bool blocking = false);
   void set_method_limit(std::uint32_t id, std::string_view name, std::size_t max_concurrent);
   std::uint64_t method_refusals(std::uint32_t id) const noexcept;
   std::unique_ptr<detail::server_core> core_;

@@ -132,6 +132,12 @@ struct server_config {
   // Runs on each reactor thread as it starts (index 0..io_threads-1), e.g. to pin it to a core.
   std::function<void(std::size_t)> on_thread_start;
 
+  // Answer corvid::reflection_service::describe (server/reflection.hpp): the schema of every
+  // handler registered, as describe_schema<F...>() writes it, for tools such as
+  // `corvid list`. Off by default, as in gRPC: it tells any client the whole API. An ordinary
+  // handler otherwise: the same admission, limits and metrics as any call.
+  bool reflection = false;
+
   // Metrics and the admin pages (README "Operating corvid"). Per-method call counts, errors,
   // latency histograms and bytes, recorded by each reactor into its own shard.
   bool metrics = true;

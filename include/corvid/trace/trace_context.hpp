@@ -8,9 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "corvid/export.hpp"
+
 namespace corvid {
 
-struct trace_context {
+struct CORVID_API trace_context {
   std::array<std::uint8_t, 16> trace_id{};
   // The span this context names. A call made in this context is that span's child: the
   // server's span for it gets this id as its parent.
