@@ -31,6 +31,7 @@ from ._types import (
     u32,
     u64,
 )
+from ._version import __version__
 
 __all__ = [
     "Alt",
@@ -46,6 +47,7 @@ __all__ = [
     "Stream",
     "StreamCall",
     "TraceContext",
+    "__version__",
     "canonical",
     "codec_for",
     "connect",

@@ -415,7 +415,7 @@ def _enum(cls: type[enum.Enum]) -> Codec:
         raw, pos = u_dec(buf, pos, end)
         try:
             return cls(raw), pos
-        except ValueError:
+        except (ValueError, TypeError):  # TypeError: an enum without members (3.11.4+)
             if closed:
                 raise DecodeError(
                     "unknown_alternative", f"{raw} is no value of closed enum {cls.__name__}"
@@ -425,7 +425,7 @@ def _enum(cls: type[enum.Enum]) -> Codec:
     def zero() -> Any:
         try:
             return cls(under.zero())
-        except ValueError:
+        except (ValueError, TypeError):
             return under.zero()
 
     return Codec(

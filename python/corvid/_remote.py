@@ -149,6 +149,18 @@ class Remote(Generic[P, R]):
         return f"<corvid.remote {self._name}>"
 
 
+def _schema_only(*args: Any) -> Any:
+    """The function behind a Remote made from a schema (no Python declaration)."""
+
+
+def remote_from(resolved: Resolved) -> Remote[..., Any]:
+    """A Remote whose name, fingerprint and codecs are known already (corvid.cli builds them
+    from a server's schema)."""
+    r: Remote[..., Any] = Remote(_schema_only, resolved.name, resolved.signature)
+    r._resolved = resolved
+    return r
+
+
 @overload
 def remote(fn: Callable[P, R], /) -> Remote[P, R]: ...
 @overload

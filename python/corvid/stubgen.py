@@ -16,7 +16,7 @@ import json
 import keyword
 import re
 import sys
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ._frame import fingerprint
 
@@ -46,14 +46,36 @@ def py_name(qualified: str) -> str:
     return name
 
 
-class _Parser:
-    """Canonical type text -> a Python annotation (text), noting the enums it meets."""
+T = TypeVar("T")
 
-    def __init__(self, text: str, enums: dict[str, str], bytes_type: str) -> None:
+
+class TypeScanner(Generic[T]):
+    """Reads canonical type text (docs/codec.md): what both parsers of it share, this
+    module's (annotations for stubs) and _schema's (types the `corvid` command encodes), which
+    say what a type() is."""
+
+    def __init__(self, text: str) -> None:
         self.s = text
         self.i = 0
-        self.enums = enums
-        self.bytes_type = bytes_type
+
+    def type(self) -> T:
+        raise NotImplementedError
+
+    def parse(self) -> T:
+        t = self.type()
+        if self.i != len(self.s):
+            raise self.fail("unexpected text")
+        return t
+
+    def list_of(self, close: str, sep: str) -> list[T]:
+        items: list[T] = []
+        if self.eat(close):
+            return items
+        while True:
+            items.append(self.type())
+            if self.eat(close):
+                return items
+            self.expect(sep)
 
     def fail(self, why: str) -> SchemaError:
         return SchemaError(f"{why} at offset {self.i} of type {self.s!r}")
@@ -85,21 +107,14 @@ class _Parser:
             raise self.fail("expected a name")
         return self.s[j : self.i]
 
-    def parse(self) -> str:
-        t = self.type()
-        if self.i != len(self.s):
-            raise self.fail("unexpected text")
-        return t
 
-    def list_of(self, close: str) -> list[str]:
-        items: list[str] = []
-        if self.eat(close):
-            return items
-        while True:
-            items.append(self.type())
-            if self.eat(close):
-                return items
-            self.expect("," if close in ")}" else "|")
+class _Parser(TypeScanner[str]):
+    """Canonical type text -> a Python annotation (text), noting the enums it meets."""
+
+    def __init__(self, text: str, enums: dict[str, str], bytes_type: str) -> None:
+        super().__init__(text)
+        self.enums = enums
+        self.bytes_type = bytes_type
 
     def type(self) -> str:
         if self.eat("stream "):
@@ -109,7 +124,7 @@ class _Parser:
         if self.eat("frozen "):
             n = self.name("{")
             self.expect("{")
-            self.list_of("}")
+            self.list_of("}", ",")
             return py_name(n)
         if self.eat("enum "):
             n = self.name(":")
@@ -143,10 +158,10 @@ class _Parser:
             self.expect("}")
             return f"set[{k}]"
         if self.eat("<"):
-            alts = self.list_of(">")
+            alts = self.list_of(">", "|")
             return "Union[" + ", ".join(alts) + "]"
         if self.eat("("):
-            elems = self.list_of(")")
+            elems = self.list_of(")", ",")
             if not elems:
                 return "corvid.Monostate"
             return "tuple[" + ", ".join(elems) + "]"

@@ -29,6 +29,16 @@ def binary(env: str, default: str) -> str:
     return path
 
 
+def peer_schema_text() -> str:
+    """The peer server's schema: its describe_schema output (`--schema`)."""
+    return subprocess.run(
+        [binary("CORVID_PEER_SERVER", "tests/python/python_peer_server"), "--schema"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
 class Server:
     """A running python_peer_server: its endpoint, and the TLS files it made."""
 

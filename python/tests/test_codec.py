@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import time
 from typing import Annotated, Any, Optional, Union
 
@@ -112,3 +113,11 @@ def test_remote_declarations() -> None:
 
     with pytest.raises(TypeError, match="last"):
         g.resolve()
+
+
+def test_an_enum_without_enumerators_decodes_ints() -> None:
+    """corvid-stubgen's and `corvid call`'s enums have no members (the schema has none):
+    calling one raises TypeError on Python 3.11.4+, ValueError before."""
+    empty = corvid.enum_type(name="e", underlying=corvid.u8)(enum.IntEnum("e", []))
+    assert corvid.decode(empty, b"\x02") == 2
+    assert corvid.codec_for(empty).zero() == 0

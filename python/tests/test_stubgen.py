@@ -13,17 +13,11 @@ import pytest
 
 import corvid
 from corvid.stubgen import SchemaError, generate, main
-from conftest import ROOT, Server, binary, run
+from conftest import ROOT, Server, peer_schema_text, run
 
 
 def schema() -> Any:
-    out = subprocess.run(
-        [binary("CORVID_PEER_SERVER", "tests/python/python_peer_server"), "--schema"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(out)
+    return json.loads(peer_schema_text())
 
 
 def load(path: Any) -> Any:
