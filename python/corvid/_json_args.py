@@ -22,6 +22,7 @@ import struct
 from typing import Any, Callable
 
 from ._schema import Type
+from .stubgen import read_json
 from ._types import Alt, Monostate
 
 _F32_MAX = 3.4028234663852886e38
@@ -45,12 +46,13 @@ class ArgError(Exception):
 def parse_json(text: str, t: Type) -> Any:
     """A command-line argument's JSON text; ArgError when it is not JSON."""
     try:
-        return json.loads(text)
+        return read_json(text)
     except ValueError as e:
         hint = ""
         if t.kind == "bytes" and not text.lstrip().startswith('"'):
             hint = f" (a string needs JSON quotes: '{json.dumps(text)}')"
-        raise ArgError("", t, f"not JSON ({e}): {text!r}{hint}") from None
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise ArgError("", t, f"not JSON ({e}): {shown!r}{hint}") from None
 
 
 def _show(v: Any) -> str:

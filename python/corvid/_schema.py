@@ -89,7 +89,7 @@ class _Parser(TypeScanner[Type]):
         super().__init__(text)
         self.schema = schema
 
-    def type(self) -> Type:
+    def one(self) -> Type:
         start = self.i
         t = self.body()
         t.text = self.s[start : self.i]

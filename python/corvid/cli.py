@@ -28,7 +28,7 @@ from ._errors import ErrorCode, RpcError
 from ._json_args import ArgError, from_json, parse_json, to_json
 from ._remote import remote
 from ._schema import Method, Schema, Type
-from .stubgen import SchemaError
+from .stubgen import SchemaError, read_json
 from ._version import __version__
 
 REFLECTION = "corvid::reflection_service::describe"
@@ -121,7 +121,7 @@ def _tls(a: argparse.Namespace) -> ssl.SSLContext | None:
 def _read_schema(path: str) -> Schema:
     try:
         with open(path, encoding="utf-8") as f:
-            return Schema(json.load(f))
+            return Schema(read_json(f.read()))
     except (OSError, ValueError, SchemaError) as e:
         raise UsageError(f"schema {path}: {e}") from None
 
@@ -138,7 +138,7 @@ async def _ask_schema(client: Client, timeout: float | None) -> Schema:
             ) from None
         raise
     try:
-        return Schema(json.loads(text))
+        return Schema(read_json(text))
     except (ValueError, SchemaError) as e:
         raise RpcError(ErrorCode.PROTOCOL_ERROR, f"the server's schema does not read: {e}")
 

@@ -39,6 +39,15 @@ class SchemaError(Exception):
     pass
 
 
+def read_json(text: str) -> Any:
+    """json.loads, with nesting too deep for the parser (a RecursionError, from a hostile
+    schema or argument) reported as the ValueError any other bad JSON gives."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def py_name(qualified: str) -> str:
     name = re.sub(r"[^0-9A-Za-z_]", "_", qualified.replace("::", "_"))
     if not name or name[0].isdigit() or keyword.iskeyword(name):
@@ -54,11 +63,26 @@ class TypeScanner(Generic[T]):
     module's (annotations for stubs) and _schema's (types the `corvid` command encodes), which
     say what a type() is."""
 
+    # Deeper nesting is refused with a SchemaError, not a RecursionError: a schema may come
+    # from a server (reflection), and C++ types nest nowhere near this deep.
+    MAX_NESTING = 64
+
     def __init__(self, text: str) -> None:
         self.s = text
         self.i = 0
+        self.depth = 0
 
     def type(self) -> T:
+        """One type, nested or not: one() of the parser, within MAX_NESTING levels."""
+        if self.depth >= self.MAX_NESTING:
+            raise self.fail(f"types nest more than {self.MAX_NESTING} deep")
+        self.depth += 1
+        try:
+            return self.one()
+        finally:
+            self.depth -= 1
+
+    def one(self) -> T:
         raise NotImplementedError
 
     def parse(self) -> T:
@@ -78,7 +102,8 @@ class TypeScanner(Generic[T]):
             self.expect(sep)
 
     def fail(self, why: str) -> SchemaError:
-        return SchemaError(f"{why} at offset {self.i} of type {self.s!r}")
+        shown = self.s if len(self.s) <= 80 else self.s[:77] + "..."
+        return SchemaError(f"{why} at offset {self.i} of type {shown!r}")
 
     def eat(self, token: str) -> bool:
         if self.s.startswith(token, self.i):
@@ -116,7 +141,7 @@ class _Parser(TypeScanner[str]):
         self.enums = enums
         self.bytes_type = bytes_type
 
-    def type(self) -> str:
+    def one(self) -> str:
         if self.eat("stream "):
             return f"corvid.Stream[{self.type()}]"
         if self.eat("struct "):
@@ -261,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         text = sys.stdin.read() if a.schema == "-" else open(a.schema, encoding="utf-8").read()
-        out = generate(json.loads(text), a.schema, a.bytes_as)
+        out = generate(read_json(text), a.schema, a.bytes_as)
     except (OSError, ValueError, KeyError, SchemaError) as e:
         print(f"corvid-stubgen: {e}", file=sys.stderr)
         return 2

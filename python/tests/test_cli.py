@@ -258,6 +258,27 @@ def test_reflection_request() -> None:
     assert run(main_()) == (0, b"ns::f(u8) -> bool\n", b"")
 
 
+def test_a_hostile_reflection_reply_is_a_clean_error() -> None:
+    """A server's schema nested past what Python's parsers recurse into: exit 1, no traceback."""
+    deep = "[" * 100000
+
+    async def main_() -> tuple[int, bytes, bytes]:
+        async with FakeServer() as fake:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "corvid.cli", "list", fake.endpoint,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+            f = await fake.frame()
+            await fake.send(reply(f.rid, corvid.encode(str, deep)))
+            out, err = await proc.communicate()
+            return proc.returncode or 0, out, err
+
+    code, out, err = run(main_())
+    assert (code, out) == (1, b"")
+    assert err.startswith(b"error: protocol_error: the server's schema does not read"), err
+    assert b"Traceback" not in err and len(err) < 300
+
+
 def test_console_script_and_module(server: Server, schema_file: str) -> None:
     """The installed `corvid` script and `python -m corvid.cli`: exit statuses, no traceback."""
     script = pathlib.Path(sys.executable).parent / "corvid"

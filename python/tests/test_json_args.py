@@ -10,7 +10,8 @@ import pytest
 
 from corvid import fingerprint
 from corvid._json_args import ArgError, from_json, parse_json, to_json
-from corvid._schema import Schema, SchemaError, Type
+from corvid._schema import Schema, Type
+from corvid.stubgen import SchemaError, read_json
 
 
 def fn(name: str, params: list[str], result: str) -> dict[str, Any]:
@@ -169,6 +170,20 @@ def test_schema_errors() -> None:
         Schema({"functions": []})
     with pytest.raises(SchemaError, match="malformed"):
         Schema({"corvid_schema": 1, "functions": [{"name": "f"}]})
+
+
+def test_nesting_too_deep_is_an_error_not_a_crash() -> None:
+    """A schema may come from a server: nesting that would exhaust Python's recursion is a
+    SchemaError (or the ValueError of bad JSON), with the text shown cut short."""
+    deep = "[" * 5000 + "u8" + "]" * 5000
+    with pytest.raises(SchemaError, match="nest more than 64 deep") as e:
+        schema(fn("f", [deep], "void"))
+    assert len(str(e.value)) < 200
+    with pytest.raises(ValueError, match="nested too deeply"):
+        read_json("[" * 100000)
+    with pytest.raises(ArgError, match="nested too deeply") as a:
+        parse_json("[" * 100000, param("[i32]"))
+    assert len(str(a.value)) < 200
 
 
 def test_streams_in_a_schema() -> None:
