@@ -233,6 +233,24 @@ def test_reflection(cli: Cli, server: Server, schema_file: str) -> None:
     assert cli("call", server.endpoint, "echo_u8", "256")[0] == 2
 
 
+def list_against_fake(answer: Callable[[Any], bytes]) -> tuple[int, bytes, bytes]:
+    """`corvid list` against a fake server whose reply to the command's one request (a frame,
+    checked by the caller in `answer`) is `answer(frame)`'s body: exit status, stdout, stderr."""
+
+    async def main_() -> tuple[int, bytes, bytes]:
+        async with FakeServer() as fake:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "corvid.cli", "list", fake.endpoint,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+            f = await fake.frame()
+            await fake.send(reply(f.rid, answer(f)))
+            out, err = await proc.communicate()
+            return proc.returncode or 0, out, err
+
+    return run(main_())
+
+
 def test_reflection_request() -> None:
     """What the command asks a server without --schema, answered by a fake server."""
     schema = {
@@ -241,39 +259,18 @@ def test_reflection_request() -> None:
                        "params": ["u8"], "result": "bool"}],
     }  # fmt: skip
 
-    async def main_() -> tuple[int, bytes, bytes]:
-        async with FakeServer() as fake:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "corvid.cli", "list", fake.endpoint,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            )  # fmt: skip
-            f = await fake.frame()
-            assert int.from_bytes(f.head[16:20], "little") == fnv1a32(REFLECTION)
-            assert int.from_bytes(f.head[6:8], "little") == fingerprint("()->bytes")
-            assert f.body == b""
-            await fake.send(reply(f.rid, corvid.encode(str, json.dumps(schema))))
-            out, err = await proc.communicate()
-            return proc.returncode or 0, out, err
+    def answer(f: Any) -> bytes:
+        assert int.from_bytes(f.head[16:20], "little") == fnv1a32(REFLECTION)
+        assert int.from_bytes(f.head[6:8], "little") == fingerprint("()->bytes")
+        assert f.body == b""
+        return corvid.encode(str, json.dumps(schema))
 
-    assert run(main_()) == (0, b"ns::f(u8) -> bool\n", b"")
+    assert list_against_fake(answer) == (0, b"ns::f(u8) -> bool\n", b"")
 
 
 def test_a_hostile_reflection_reply_is_a_clean_error() -> None:
     """A server's schema nested past what Python's parsers recurse into: exit 1, no traceback."""
-    deep = "[" * 100000
-
-    async def main_() -> tuple[int, bytes, bytes]:
-        async with FakeServer() as fake:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "corvid.cli", "list", fake.endpoint,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            )  # fmt: skip
-            f = await fake.frame()
-            await fake.send(reply(f.rid, corvid.encode(str, deep)))
-            out, err = await proc.communicate()
-            return proc.returncode or 0, out, err
-
-    code, out, err = run(main_())
+    code, out, err = list_against_fake(lambda f: corvid.encode(str, "[" * 100000))
     assert (code, out) == (1, b"")
     assert err.startswith(b"error: protocol_error: the server's schema does not read"), err
     assert b"Traceback" not in err and len(err) < 300
