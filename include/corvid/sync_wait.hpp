@@ -1,8 +1,11 @@
 #pragma once
 // sync_wait(task): runs a task to completion from ordinary code, blocking the calling thread,
 // and returns its value or rethrows what the task threw (co_await task does the same).
-// Never call it on a reactor thread: the reactor would wait on itself.
+// sync_wait(awaitable) does the same for anything else co_await takes (a connection's or a
+// pool's call). Never call it on a reactor thread: the reactor would wait on itself.
+#include <concepts>
 #include <condition_variable>
+#include <coroutine>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -42,6 +45,11 @@ detached sync_wait_driver(task<T>& t, std::optional<T>& out, sync_wait_state& st
   st.finish();
 }
 
+template <class A>
+auto await_in_task(A awaitable) -> task<decltype(std::declval<A&>().await_resume())> {
+  co_return co_await std::move(awaitable);
+}
+
 inline detached sync_wait_driver_void(task<void>& t, sync_wait_state& st) {
   try {
     co_await t;
@@ -67,6 +75,16 @@ T sync_wait(task<T> t) {
     if (st.error) std::rethrow_exception(st.error);
     return std::move(*out);
   }
+}
+
+template <class A>
+  requires requires(A& a, std::coroutine_handle<> h) {
+    { a.await_ready() } -> std::convertible_to<bool>;
+    a.await_suspend(h);
+    a.await_resume();
+  }
+auto sync_wait(A awaitable) {
+  return sync_wait(detail::await_in_task(std::move(awaitable)));
 }
 
 }  // namespace corvid

@@ -80,8 +80,6 @@ std::uint32_t client_connection::wire_timeout(std::chrono::milliseconds timeout)
       std::max<std::chrono::milliseconds::rep>(timeout.count(), 0), UINT32_MAX));
 }
 
-bool client_connection::is_open() const noexcept { return open_.load(std::memory_order_acquire); }
-
 std::string client_connection::closed_reason_or_default() const {
   return closed_reason_.empty() ? std::string("not connected") : closed_reason_;
 }

@@ -75,7 +75,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Fails every pending call with connection_closed and closes the socket. Any thread.
   void close(std::string reason);
   // Connected, and not yet known broken or closed. Any thread, without the mutex.
-  bool is_open() const noexcept;
+  bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
   asio::io_context& reactor() noexcept { return reactor_; }
   // call_canceller: ends the call with `cancelled` and sends the server a cancel frame.
   void cancel(call_base* call) override;

@@ -223,7 +223,7 @@ void client_pool::publish_locked() {
   for (std::size_t i = 0; i < n; ++i) s->begins[i + 1] += s->begins[i];
   s->conns.resize(s->begins[n]);
   std::vector<std::uint32_t> at(s->begins.begin(), s->begins.end() - 1);
-  for (entry* e : usable) s->conns[at[e->reactor]++] = {e, e->client.get(), e->created};
+  for (entry* e : usable) s->conns[at[e->reactor]++] = {e, e->client->conn_.get(), e->created};
   const std::size_t cap = max_connections_locked();
   s->live = live;
   s->room = live < cap;
@@ -299,6 +299,10 @@ void client_pool::reap_locked(steady::time_point now) {
   if (entries_.size() != before) publish_locked();
 }
 
+std::shared_ptr<client_pool> client_pool::owner_of(const rpc_client& client) noexcept {
+  return client.pool_.lock();
+}
+
 void client_pool::count_retry() {
   std::lock_guard lk(mutex_);
   ++stats_.retried_unsent;
@@ -352,17 +356,17 @@ bool client_pool::pick(lease& out) noexcept {
   std::size_t best_pending = 0;
   for (const snapshot::conn* c = b; c != e; ++c) {
     if (aging && now - c->created >= config_.max_connection_age) continue;  // retiring
-    const std::size_t pending = counting ? c->client->pending_calls() : 0;
+    const std::size_t pending = counting ? c->link->pending_calls() : 0;
     if (best == nullptr || pending < best_pending) {
       best = c;
       best_pending = pending;
     }
   }
   // A broken one (its calls ended, so it looks idle): the slow path reaps it and publishes.
-  if (best == nullptr || !best->client->is_connected()) return false;
+  if (best == nullptr || !best->link->is_open()) return false;
   // The server stated its reactors (after connect: its pong) since the snapshot was made: the
   // slow path takes the count (the cap and the spread follow it) and publishes.
-  if (const std::size_t r = best->client->server_reactors(); r != 0 && r != s.server_reactors)
+  if (const std::size_t r = best->link->server_reactors(); r != 0 && r != s.server_reactors)
     return false;
   if (s.room) {
     const bool spread = config_.spread_in_flight != 0 && s.live < s.spread_below &&
@@ -516,6 +520,7 @@ std::shared_ptr<client_pool::connect_attempt> client_pool::begin_connect_locked(
   if (config_.max_connections == 0 || config_.spread_in_flight != 0) cc.ask_server_reactors = true;
   auto a = std::make_shared<connect_attempt>();
   a->client.reset(new rpc_client(cc, reactor));
+  a->client->pool_ = weak_from_this();
   auto e = std::make_unique<entry>();
   e->client = a->client;
   e->reactor = reactor;

@@ -12,6 +12,8 @@
 
 #include "corvid/client/client_pool.hpp"
 
+#include "client_connection.hpp"
+
 namespace corvid {
 
 // One pooled connection; its address is stable while any snapshot names it.
@@ -31,7 +33,8 @@ struct client_pool::entry {
 struct client_pool::snapshot {
   struct conn {
     entry* e;
-    rpc_client* client;
+    // The connection itself: its state and counts are read inline, with no call per read.
+    const detail::client_connection* link;
     std::chrono::steady_clock::time_point created;
   };
   std::vector<conn> conns;            // connected entries, grouped by reactor

@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <asio/post.hpp>
-
 #include "background_quiet.hpp"
 #include "test_support.hpp"
 
@@ -38,17 +36,6 @@ corvid::server_config server_threads(std::size_t n) {
   return c;
 }
 
-// Resumes on reactor `i` of `pool`.
-struct hop {
-  corvid::io_pool& pool;
-  std::size_t i;
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const {
-    asio::post(pool.at(i), [h] { h.resume(); });
-  }
-  void await_resume() const noexcept {}
-};
-
 struct tally {
   std::atomic<int> ok{0}, wrong{0}, failed{0}, moved{0}, done{0};
   std::mutex mutex;
@@ -65,7 +52,7 @@ struct tally {
 template <auto F>
 corvid::detail::detached caller(corvid::client_pool& pool, corvid::io_pool& reactors, std::size_t i,
                                 int id, int calls, tally& t) {
-  co_await hop{reactors, i};
+  co_await hop{reactors.at(i)};
   for (int k = 0; k < calls; ++k) {
     auto r = co_await pool.call<F>(id, k);
     if (!r) {
@@ -77,7 +64,7 @@ corvid::detail::detached caller(corvid::client_pool& pool, corvid::io_pool& reac
     }
     if (corvid::current_reactor() != &reactors.at(i)) {
       ++t.moved;
-      co_await hop{reactors, i};
+      co_await hop{reactors.at(i)};
     }
   }
   ++t.done;

@@ -13,15 +13,6 @@
 namespace corvid_test {
 namespace {
 
-// Always suspends, resuming on a reactor thread: the stack below the caller unwinds.
-struct hop_to_reactor {
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const {
-    asio::post(corvid::io_pool::default_pool().at(0), [h] { h.resume(); });
-  }
-  void await_resume() const noexcept {}
-};
-
 TEST(pool, ten_thousand_calls_from_four_threads_stay_within_four_connections) {
   test_server srv;
   corvid::pool_config cfg;
@@ -42,7 +33,8 @@ TEST(pool, ten_thousand_calls_from_four_threads_stay_within_four_connections) {
           // Known limitation: calls that complete synchronously nest stack frames at -O1 and
           // under sanitizers (no tail call for symmetric transfer), so every 100 calls a real
           // suspension unwinds the stack.
-          if (i % 100 == 99) co_await hop_to_reactor{};
+          if (i % 100 == 99)
+            co_await hop{corvid::io_pool::default_pool().at(0)};  // unwinds the stack
         }
         for (int i = 0; i < static_cast<int>(pending.size()); ++i) {
           auto r = co_await std::move(pending[i]);

@@ -17,6 +17,7 @@
 
 #include "connect.hpp"
 #include "eventually.hpp"
+#include "hop.hpp"
 #include "process_memory.hpp"
 #include "raw_connection.hpp"
 #include <sys/socket.h>
@@ -86,6 +87,7 @@ class test_server {
 };
 
 using corvid::test::connect;  // tests/support/connect.hpp
+using corvid::test::hop;      // tests/support/hop.hpp
 
 // Polls `pred` until it holds or `limit` passes; the final answer of `pred`.
 template <class Pred>

@@ -81,6 +81,15 @@ corvid::task<stalled> stall(corvid::rpc_client& c, std::uint16_t port, const std
   co_return stalled{std::move(b), std::move(g)};
 }
 
+// Two calls from reactor 0 of `reactors`: the pool's snapshot then knows what the server
+// stated, and a caller there takes the fast path.
+void warm_up(corvid::client_pool& pool, corvid::io_pool& reactors) {
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    co_await hop{reactors.at(0)};
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE(co_await pool.call<echo>("warm"));
+  }());
+}
+
 TEST(Unsent, QueuedRequestsBehindAStalledWriteFailAsUnsent) {
   stalling_server s;
   corvid::rpc_client client;
@@ -158,6 +167,99 @@ TEST(Unsent, PoolRetriesUnsentCallsOnceOnAFreshConnection) {
     co_return !r && r.error().code() == corvid::rpc_errc::connection_closed;
   }());
   EXPECT_TRUE(g);
+}
+
+// The same from callers on the connection's own reactor: their calls start at once on it
+// (no coroutine of the pool's in between), and the retry still happens.
+TEST(Unsent, PoolRetriesUnsentCallsFromCallersOnTheConnectionsReactor) {
+  stalling_server s;
+  corvid::io_pool reactors(1);
+  corvid::pool_config cfg;
+  cfg.max_connections = 1;
+  cfg.client.pool = &reactors;
+  auto pool = corvid::client_pool::create(s.endpoint(), cfg);
+  const std::string big(32 << 20, 'x');
+  auto lease = corvid::sync_wait(pool->acquire());
+  ASSERT_TRUE(lease) << lease.error().message();
+  auto first = lease->client;
+  warm_up(*pool, reactors);
+  stalled st = corvid::sync_wait(stall(*first, s.port(), big));
+
+  constexpr int callers = 8;
+  std::atomic<int> ok{0}, done{0}, at_once{0};
+  const auto crossed_before = pool->stats().cross_reactor_calls;
+  auto caller = [&](int i) -> corvid::detail::detached {
+    co_await hop{reactors.at(0)};
+    const auto queued = first->pending_calls();
+    auto call = pool->call<echo>("retry-" + std::to_string(i));
+    if (first->pending_calls() == queued + 1) ++at_once;  // started before it was awaited
+    auto r = co_await std::move(call);
+    if (r && *r == "retry-" + std::to_string(i)) ++ok;
+    ++done;
+  };
+  for (int i = 0; i < callers; ++i) caller(i);
+  ASSERT_TRUE(eventually([&] { return first->pending_calls() == 2 + callers; }));
+  EXPECT_EQ(at_once.load(), callers);
+  EXPECT_EQ(pool->stats().cross_reactor_calls, crossed_before);
+  first->close();
+  lease = {};
+  first.reset();
+  ASSERT_TRUE(eventually([&] { return done == callers; }, 20s));
+  EXPECT_EQ(ok.load(), callers);
+  EXPECT_EQ(pool->stats().retried_unsent, static_cast<std::size_t>(callers));
+  EXPECT_TRUE(corvid::sync_wait([&]() -> corvid::task<bool> {
+    auto r = co_await std::move(st.big);  // it had reached the server: not retried
+    co_return !r && !r.error().request_unsent();
+  }()));
+  pool.reset();
+  reactors.stop();
+}
+
+// A pool let go while its calls wait unsent on a connection someone else still holds: when
+// that connection breaks the calls end with their unsent error (no pool to retry on), none
+// hangs and nothing touches the pool that is gone.
+TEST(Unsent, CallsOfAPoolThatIsGoneEndUnsentWithoutARetry) {
+  stalling_server s;
+  corvid::io_pool reactors(1);
+  corvid::pool_config cfg;
+  cfg.max_connections = 1;
+  cfg.client.pool = &reactors;
+  auto pool = corvid::client_pool::create(s.endpoint(), cfg);
+  const std::string big(32 << 20, 'x');
+  auto lease = corvid::sync_wait(pool->acquire());
+  ASSERT_TRUE(lease) << lease.error().message();
+  auto first = lease->client;
+  warm_up(*pool, reactors);
+  stalled st = corvid::sync_wait(stall(*first, s.port(), big));
+
+  constexpr int callers = 4;
+  std::atomic<int> unsent{0}, done{0}, at_once{0};
+  auto caller = [&](int i) -> corvid::detail::detached {
+    co_await hop{reactors.at(0)};
+    const auto queued = first->pending_calls();
+    auto call = pool->call<echo>("gone-" + std::to_string(i));
+    if (first->pending_calls() == queued + 1) ++at_once;
+    auto r = co_await std::move(call);
+    if (!r && r.error().request_unsent()) {
+      ++unsent;
+    } else {
+      ADD_FAILURE() << (r ? "answered: " + *r : r.error().message());
+    }
+    ++done;
+  };
+  for (int i = 0; i < callers; ++i) caller(i);
+  ASSERT_TRUE(eventually([&] { return first->pending_calls() == 2 + callers; }));
+  EXPECT_EQ(at_once.load(), callers);
+  pool.reset();
+  first->close();
+  ASSERT_TRUE(eventually([&] { return done == callers; }, 20s));
+  EXPECT_EQ(unsent.load(), callers);
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    (void)co_await std::move(st.big);
+  }());
+  lease = {};
+  first.reset();
+  reactors.stop();
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "corvid/detail/switch_to.hpp"
@@ -224,6 +226,29 @@ TEST(SyncWait, ExceptionFromReactorThreadReachesCaller) {
     throw std::out_of_range("from reactor");
   };
   EXPECT_THROW(sync_wait(body(pool)), std::out_of_range);
+}
+
+// Anything co_await takes, not only a task: here an awaitable that hands a move-only value over
+// on a reactor thread, and one with no value.
+struct value_on_reactor {
+  asio::io_context& reactor;
+  std::unique_ptr<int> value;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) {
+    asio::post(reactor, [h] { h.resume(); });
+  }
+  std::unique_ptr<int> await_resume() {
+    if (current_reactor() != &reactor) return nullptr;
+    return std::move(value);
+  }
+};
+
+TEST(SyncWait, TakesAnyAwaitable) {
+  io_pool pool(1);
+  std::unique_ptr<int> r = sync_wait(value_on_reactor{pool.at(0), std::make_unique<int>(7)});
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(*r, 7);
+  sync_wait(detail::switch_to{pool.at(0)});
 }
 
 }  // namespace

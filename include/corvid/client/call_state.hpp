@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,19 @@ namespace detail {
 
 struct parked_request;  // the client connection's: a request waiting for room
 class client_stream;    // client/stream_call.hpp
+class call_base;
+
+// What waits on a call when no coroutine does directly: an awaitable that decides, once the
+// call ended, what to resume (client_pool's calls retry a request that never left on another
+// connection). Lives at an address aligned to at least 4.
+class call_waiter {
+ public:
+  // The call ended; runs on the thread that ended it, in place of resuming a coroutine.
+  virtual void call_done(call_base& call) noexcept = 0;
+
+ protected:
+  ~call_waiter() = default;
+};
 
 class call_base : public pooled {
  public:
@@ -62,6 +76,21 @@ class call_base : public pooled {
   bool wait(std::coroutine_handle<> h) noexcept {
     void* expected = nullptr;
     return waiter_.compare_exchange_strong(expected, h.address(), std::memory_order_acq_rel);
+  }
+  // Registers a call_waiter instead (told through call_done); false if the result is there.
+  bool wait(call_waiter* w) noexcept {
+    void* expected = nullptr;
+    void* tagged = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(w) | waiter_tag);
+    return waiter_.compare_exchange_strong(expected, tagged, std::memory_order_acq_rel);
+  }
+  // Resumes `h` as the call's own waiter would be: with the call's trace context in scope.
+  // The resumed coroutine may free the call.
+  void resume_waiter(std::coroutine_handle<> h) noexcept {
+    if (trace) [[unlikely]] {
+      resume_traced(h, trace);
+    } else {
+      h.resume();
+    }
   }
 
   // Admission (client_config::when_busy == wait): a call the connection had no room for is
@@ -111,16 +140,20 @@ class call_base : public pooled {
   std::chrono::steady_clock::time_point submitted_at{};
 
  private:
-  // Resumes the coroutine waiting on this call (which may free the call).
+  // Resumes the coroutine waiting on this call, or tells its call_waiter (either may free the
+  // call).
   void resume(void* waiter) noexcept {
-    auto h = std::coroutine_handle<>::from_address(waiter);
-    if (trace) [[unlikely]] {
-      resume_traced(h, trace);
-    } else {
-      h.resume();
+    if (const auto bits = reinterpret_cast<std::uintptr_t>(waiter); bits & waiter_tag)
+        [[unlikely]] {
+      reinterpret_cast<call_waiter*>(bits & ~waiter_tag)->call_done(*this);
+      return;
     }
+    resume_waiter(std::coroutine_handle<>::from_address(waiter));
   }
   static void* done_marker() noexcept { return reinterpret_cast<void*>(1); }
+  // Marks a waiter_ that is a call_waiter, not a coroutine (both are aligned to at least 4;
+  // 1 is the done marker).
+  static constexpr std::uintptr_t waiter_tag = 2;
   std::atomic<void*> waiter_{nullptr};
   std::atomic<void*> admit_waiter_{done_marker()};  // calls start admitted
   std::atomic<int> refs_{1};
@@ -178,6 +211,9 @@ class call_state final : public call_base {
     if (!set_) return unexpected(never_completed());
     return std::move(result_);
   }
+  // It ended with an error saying its request never left the client (rpc_error::
+  // request_unsent): the server cannot have seen it.
+  bool unsent() const noexcept { return set_ && !result_ && result_.error().request_unsent(); }
 
  private:
   static codec::decode_errc decode_value(std::string_view body, value_type& v) {
@@ -224,6 +260,9 @@ class call_state<void, false> final : public call_base {
     if (!set_) return unexpected(never_completed());
     return std::move(result_);
   }
+  // It ended with an error saying its request never left the client (rpc_error::
+  // request_unsent): the server cannot have seen it.
+  bool unsent() const noexcept { return set_ && !result_ && result_.error().request_unsent(); }
 
  private:
   // Until set_reply or set_error: take() answers never_completed(). Not stored here as an

@@ -34,6 +34,8 @@ namespace corvid {
 namespace metrics {
 struct pool_counters;  // src/metrics: this endpoint's pool counters (client_config::metrics)
 }
+template <auto F, bool WithAttachment, class... Args>
+class pooled_call;  // pooled_call.hpp
 
 class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> {
  public:
@@ -55,71 +57,31 @@ class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> 
   // another reactor (pool_stats::cross_reactor_calls).
   task<expected<lease, rpc_error>> acquire();
 
-  // A call whose connection broke before its request was written (rpc_error::
-  // request_unsent()) is retried once on another connection: the server never saw it. The
-  // call's deadline covers waiting for a connection too: a connect still in progress at the
-  // deadline goes on for the pool (within pool_config::connect_timeout), the call ends with
-  // rpc_errc::timeout.
+  // A call, as rpc_client's are: co_await yields expected<R, rpc_error> (call_with:
+  // expected<with_attachment<R>, rpc_error>). On a reactor with a usable connection the call
+  // starts at once on it, as a plain connection's call does; otherwise it starts when awaited
+  // (pooled_call.hpp). A call whose connection broke before its request was written
+  // (rpc_error::request_unsent()) is retried once on another connection: the server never saw
+  // it. The call's deadline covers waiting for a connection too: a connect still in progress
+  // at the deadline goes on for the pool (within pool_config::connect_timeout), the call ends
+  // with rpc_errc::timeout. Keep the pool while its calls run: calls on connections it
+  // closes end with connection_closed.
   template <auto F, class... Args>
-  task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
-    for (int attempt = 0;; ++attempt) {
-      lease l;
-      std::chrono::milliseconds left{-1};  // -1: the connection's request_timeout
-      if (!pick(l)) {
-        const auto deadline = deadline_for(std::chrono::milliseconds(-1));
-        auto slow = co_await acquire_slow(deadline);
-        if (!slow) co_return unexpected(std::move(slow).error());
-        l = std::move(*slow);
-        left = left_of(deadline);
-      }
-      // Two statements, not one ?: with a co_await in each arm (GCC 12 destroys its result
-      // twice).
-      if (left.count() < 0) {
-        auto r = co_await l.client->template call<F>(args...);
-        if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
-      } else {
-        auto r = co_await l.client->template call_for<F>(left, args...);
-        if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
-      }
-      count_retry();
-    }
+  pooled_call<F, false, Args...> call(Args... args) {
+    return {*this, call_options{}, std::move(args)...};
   }
   template <auto F, class Rep, class Period, class... Args>
-  task<expected<detail::client_result_t<F>, rpc_error>> call_for(
-      std::chrono::duration<Rep, Period> timeout, Args... args) {
-    for (int attempt = 0;; ++attempt) {
-      lease l;
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(timeout);
-      if (!pick(l)) {
-        const auto deadline = deadline_for(std::chrono::ceil<std::chrono::milliseconds>(timeout));
-        auto slow = co_await acquire_slow(deadline);
-        if (!slow) co_return unexpected(std::move(slow).error());
-        l = std::move(*slow);
-        if (const auto rest = left_of(deadline); rest.count() >= 0) left = rest;
-      }
-      auto r = co_await l.client->template call_for<F>(left, args...);
-      if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
-      count_retry();
-    }
+  pooled_call<F, false, Args...> call_for(std::chrono::duration<Rep, Period> timeout,
+                                          Args... args) {
+    // Rounded up, and never to 0 (no deadline), as rpc_client::call_for does.
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout);
+    if (ms.count() < 1) ms = std::chrono::milliseconds(1);
+    return {*this, call_options{ms, {}}, std::move(args)...};
   }
   // call_with on a pooled connection (per-call timeout and attachment).
   template <auto F, class... Args>
-  task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
-      call_options options, Args... args) {
-    for (int attempt = 0;; ++attempt) {
-      lease l;
-      call_options o = options;
-      if (!pick(l)) {
-        const auto deadline = deadline_for(options.timeout);
-        auto slow = co_await acquire_slow(deadline);
-        if (!slow) co_return unexpected(std::move(slow).error());
-        l = std::move(*slow);
-        if (const auto left = left_of(deadline); left.count() >= 0) o.timeout = left;
-      }
-      auto r = co_await l.client->template call_with<F>(o, args...);
-      if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
-      count_retry();
-    }
+  pooled_call<F, true, Args...> call_with(call_options options, Args... args) {
+    return {*this, options, std::move(args)...};
   }
   // Queues the request on a pooled connection; yields the async_reply to await later.
   template <auto F, class... Args>
@@ -159,7 +121,38 @@ class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> 
   const std::string& endpoint() const noexcept { return endpoint_; }
 
  private:
+  template <auto F, bool WithAttachment, class... Args>
+  friend class pooled_call;
   client_pool(std::string endpoint, pool_config config);
+  template <auto F, bool A>
+  using call_result_t = typename detail::call_state<detail::client_result_t<F>, A>::result_type;
+  // Starts F on `client` (rpc_client keeps start private to its friends).
+  template <auto F, bool A, class... Args>
+  static auto start_on(rpc_client& client, call_options options, Args&... args) {
+    return client.template start<F, A>(options, args...);
+  }
+  // A call that waits for a connection first (or is the retry of one that was never sent);
+  // `attempt` > 0: no further retry.
+  template <auto F, bool A, class... Args>
+  static task<call_result_t<F, A>> slow_call(std::shared_ptr<client_pool> self,
+                                             call_options options, int attempt, Args... args) {
+    for (;; ++attempt) {
+      lease l;
+      call_options o = options;
+      if (!self->pick(l)) {
+        const auto deadline = self->deadline_for(options.timeout);
+        auto slow = co_await self->acquire_slow(deadline);
+        if (!slow) co_return unexpected(std::move(slow).error());
+        l = std::move(*slow);
+        if (const auto left = left_of(deadline); left.count() >= 0) o.timeout = left;
+      }
+      auto r = co_await reply_awaitable(start_on<F, A>(*l.client, o, args...));
+      if (r || attempt > 0 || !r.error().request_unsent()) co_return r;
+      self->count_retry();
+    }
+  }
+  // The pool that made `client`, if it still exists (a retry needs it).
+  static std::shared_ptr<client_pool> owner_of(const rpc_client& client) noexcept;
   struct entry;           // one connection (pool_snapshot.hpp)
   struct snapshot;        // the usable connections by reactor, as last published
   struct reactor_counts;  // per-reactor call statistics, summed by stats()
@@ -243,3 +236,5 @@ class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> 
 };
 
 }  // namespace corvid
+
+#include "corvid/client/pooled_call.hpp"  // needs client_pool complete

@@ -322,6 +322,7 @@ class CORVID_API rpc_client {
 
   client_config config_;
   std::shared_ptr<detail::client_connection> conn_;
+  std::weak_ptr<client_pool> pool_;  // the pool that made this connection, if one did
 };
 
 }  // namespace corvid
