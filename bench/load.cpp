@@ -11,6 +11,8 @@
 
 #include <asio/post.hpp>
 
+#include "corvid/detail/switch_to.hpp"
+
 #include "bench_service.hpp"
 #include "metrics/histogram.hpp"
 
@@ -85,20 +87,10 @@ task<void> worker(rpc_client* client, client_pool* pool, lane* own, shared_state
   }
 }
 
-// Resumes on `reactor`.
-struct hop {
-  asio::io_context& reactor;
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const {
-    asio::post(reactor, [h] { h.resume(); });
-  }
-  void await_resume() const noexcept {}
-};
-
 detail::detached drive(rpc_client* client, client_pool* pool, lane* l, shared_state& st,
                        std::string_view payload, const cell_params& p,
                        asio::io_context* home = nullptr) {
-  if (home != nullptr) co_await hop{*home};
+  if (home != nullptr) co_await detail::switch_to{*home};
   co_await worker(client, pool, l, st, payload, p);
   std::lock_guard lk(st.m);
   if (--st.running == 0) st.cv.notify_all();

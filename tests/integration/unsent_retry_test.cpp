@@ -2,6 +2,7 @@
 // request_unsent() set, and client_pool retries them once on a fresh connection.
 #include <atomic>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -169,97 +170,101 @@ TEST(Unsent, PoolRetriesUnsentCallsOnceOnAFreshConnection) {
   EXPECT_TRUE(g);
 }
 
-// The same from callers on the connection's own reactor: their calls start at once on it
-// (no coroutine of the pool's in between), and the retry still happens.
-TEST(Unsent, PoolRetriesUnsentCallsFromCallersOnTheConnectionsReactor) {
-  stalling_server s;
-  corvid::io_pool reactors(1);
-  corvid::pool_config cfg;
-  cfg.max_connections = 1;
-  cfg.client.pool = &reactors;
-  auto pool = corvid::client_pool::create(s.endpoint(), cfg);
-  const std::string big(32 << 20, 'x');
-  auto lease = corvid::sync_wait(pool->acquire());
-  ASSERT_TRUE(lease) << lease.error().message();
-  auto first = lease->client;
-  warm_up(*pool, reactors);
-  stalled st = corvid::sync_wait(stall(*first, s.port(), big));
+// A pool of one connection on one reactor, its connection stalled as above; callers on that
+// reactor queue calls behind the stalled write.
+class UnsentOnReactor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    corvid::pool_config cfg;
+    cfg.max_connections = 1;
+    cfg.client.pool = &reactors_;
+    pool_ = corvid::client_pool::create(server_.endpoint(), cfg);
+    auto lease = corvid::sync_wait(pool_->acquire());
+    ASSERT_TRUE(lease) << lease.error().message();
+    first_ = lease->client;
+    warm_up(*pool_, reactors_);
+    stalled_.emplace(corvid::sync_wait(stall(*first_, server_.port(), big_)));
+  }
+  void TearDown() override {
+    if (stalled_) {
+      corvid::sync_wait([&]() -> corvid::task<void> {
+        (void)co_await std::move(stalled_->big);
+      }());
+    }
+    first_.reset();
+    pool_.reset();
+    reactors_.stop();
+  }
+  // `n` callers on the connection's reactor, each calling echo("<prefix><i>") and handing the
+  // result to `check`; returns once all are queued, having checked that each call started on
+  // the connection before it was awaited (the fast path).
+  template <class Check>
+  void start_callers(int n, std::string prefix, Check check) {
+    // Captures nothing: what the coroutine uses lives in its frame (its parameters, by value).
+    auto caller = [](UnsentOnReactor& t, std::string text,
+                     Check on_result) -> corvid::detail::detached {
+      co_await hop{t.reactors_.at(0)};
+      const auto queued = t.first_->pending_calls();
+      auto call = t.pool_->call<echo>(text);
+      if (t.first_->pending_calls() == queued + 1) ++t.at_once_;
+      auto r = co_await std::move(call);
+      on_result(text, r);
+      ++t.done_;
+    };
+    for (int i = 0; i < n; ++i) caller(*this, prefix + std::to_string(i), check);
+    ASSERT_TRUE(eventually([&] { return first_->pending_calls() == 2u + n; }));
+    EXPECT_EQ(at_once_.load(), n);
+  }
 
+  stalling_server server_;
+  corvid::io_pool reactors_{1};
+  std::shared_ptr<corvid::client_pool> pool_;
+  std::shared_ptr<corvid::rpc_client> first_;
+  const std::string big_ = std::string(32 << 20, 'x');
+  std::optional<stalled> stalled_;
+  std::atomic<int> at_once_{0}, done_{0};
+};
+
+// The same retry as above from callers on the connection's own reactor: their calls start at
+// once on it (no coroutine of the pool's in between), and the retry still happens.
+TEST_F(UnsentOnReactor, PoolRetriesTheirUnsentCalls) {
   constexpr int callers = 8;
-  std::atomic<int> ok{0}, done{0}, at_once{0};
-  const auto crossed_before = pool->stats().cross_reactor_calls;
-  auto caller = [&](int i) -> corvid::detail::detached {
-    co_await hop{reactors.at(0)};
-    const auto queued = first->pending_calls();
-    auto call = pool->call<echo>("retry-" + std::to_string(i));
-    if (first->pending_calls() == queued + 1) ++at_once;  // started before it was awaited
-    auto r = co_await std::move(call);
-    if (r && *r == "retry-" + std::to_string(i)) ++ok;
-    ++done;
+  std::atomic<int> ok{0};
+  auto check = [&](const std::string& text, const auto& r) {
+    if (r && *r == text) ++ok;
   };
-  for (int i = 0; i < callers; ++i) caller(i);
-  ASSERT_TRUE(eventually([&] { return first->pending_calls() == 2 + callers; }));
-  EXPECT_EQ(at_once.load(), callers);
-  EXPECT_EQ(pool->stats().cross_reactor_calls, crossed_before);
-  first->close();
-  lease = {};
-  first.reset();
-  ASSERT_TRUE(eventually([&] { return done == callers; }, 20s));
+  const auto crossed_before = pool_->stats().cross_reactor_calls;
+  start_callers(callers, "retry-", check);
+  EXPECT_EQ(pool_->stats().cross_reactor_calls, crossed_before);
+  first_->close();
+  ASSERT_TRUE(eventually([&] { return done_ == callers; }, 20s));
   EXPECT_EQ(ok.load(), callers);
-  EXPECT_EQ(pool->stats().retried_unsent, static_cast<std::size_t>(callers));
+  EXPECT_EQ(pool_->stats().retried_unsent, static_cast<std::size_t>(callers));
   EXPECT_TRUE(corvid::sync_wait([&]() -> corvid::task<bool> {
-    auto r = co_await std::move(st.big);  // it had reached the server: not retried
+    auto r = co_await std::move(stalled_->big);  // it had reached the server: not retried
     co_return !r && !r.error().request_unsent();
   }()));
-  pool.reset();
-  reactors.stop();
+  stalled_.reset();
 }
 
 // A pool let go while its calls wait unsent on a connection someone else still holds: when
 // that connection breaks the calls end with their unsent error (no pool to retry on), none
 // hangs and nothing touches the pool that is gone.
-TEST(Unsent, CallsOfAPoolThatIsGoneEndUnsentWithoutARetry) {
-  stalling_server s;
-  corvid::io_pool reactors(1);
-  corvid::pool_config cfg;
-  cfg.max_connections = 1;
-  cfg.client.pool = &reactors;
-  auto pool = corvid::client_pool::create(s.endpoint(), cfg);
-  const std::string big(32 << 20, 'x');
-  auto lease = corvid::sync_wait(pool->acquire());
-  ASSERT_TRUE(lease) << lease.error().message();
-  auto first = lease->client;
-  warm_up(*pool, reactors);
-  stalled st = corvid::sync_wait(stall(*first, s.port(), big));
-
+TEST_F(UnsentOnReactor, CallsOfAPoolThatIsGoneEndUnsentWithoutARetry) {
   constexpr int callers = 4;
-  std::atomic<int> unsent{0}, done{0}, at_once{0};
-  auto caller = [&](int i) -> corvid::detail::detached {
-    co_await hop{reactors.at(0)};
-    const auto queued = first->pending_calls();
-    auto call = pool->call<echo>("gone-" + std::to_string(i));
-    if (first->pending_calls() == queued + 1) ++at_once;
-    auto r = co_await std::move(call);
+  std::atomic<int> unsent{0};
+  auto check = [&](const std::string&, const auto& r) {
     if (!r && r.error().request_unsent()) {
       ++unsent;
     } else {
       ADD_FAILURE() << (r ? "answered: " + *r : r.error().message());
     }
-    ++done;
   };
-  for (int i = 0; i < callers; ++i) caller(i);
-  ASSERT_TRUE(eventually([&] { return first->pending_calls() == 2 + callers; }));
-  EXPECT_EQ(at_once.load(), callers);
-  pool.reset();
-  first->close();
-  ASSERT_TRUE(eventually([&] { return done == callers; }, 20s));
+  start_callers(callers, "gone-", check);
+  pool_.reset();
+  first_->close();
+  ASSERT_TRUE(eventually([&] { return done_ == callers; }, 20s));
   EXPECT_EQ(unsent.load(), callers);
-  corvid::sync_wait([&]() -> corvid::task<void> {
-    (void)co_await std::move(st.big);
-  }());
-  lease = {};
-  first.reset();
-  reactors.stop();
 }
 
 }  // namespace

@@ -64,8 +64,8 @@ class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> 
   // (rpc_error::request_unsent()) is retried once on another connection: the server never saw
   // it. The call's deadline covers waiting for a connection too: a connect still in progress
   // at the deadline goes on for the pool (within pool_config::connect_timeout), the call ends
-  // with rpc_errc::timeout. Keep the pool while its calls run: calls on connections it
-  // closes end with connection_closed.
+  // with rpc_errc::timeout. A call started on a connection keeps that connection open until it
+  // ends, also when the pool is let go meanwhile; it is then not retried.
   template <auto F, class... Args>
   pooled_call<F, false, Args...> call(Args... args) {
     return {*this, call_options{}, std::move(args)...};
