@@ -107,6 +107,14 @@ harness::harness(const harness_config& cfg) {
     pc.client.max_queued_request_bytes = cfg.client_queue;
     pc.client.tls = client_tls;
     pc.client.busy_poll = cfg.busy_poll;
+    if (cfg.balancer) {
+      lb_config lc;
+      lc.pool = pc;
+      auto lb = sync_wait(load_balancer::open("list://" + endpoint_, lc));
+      if (!lb) throw std::runtime_error("balancer on " + endpoint_ + ": " + lb.error().message());
+      balancer_ = std::move(*lb);
+      return;
+    }
     pool_ = client_pool::create(endpoint_, pc);
     return;
   }
@@ -135,6 +143,7 @@ harness::harness(const harness_config& cfg) {
 }
 
 harness::~harness() {
+  balancer_.reset();
   pool_.reset();
   clients_.clear();
   client_ptrs_.clear();

@@ -25,6 +25,7 @@ struct harness_config {
   // > 0: a client_pool of up to this many connections instead of `connections`; -1: one with
   // pool_config's default max_connections (auto: the server's reactor count, at least 4).
   int pool = 0;
+  bool balancer = false;  // calls through a load_balancer on list://<server> over that pool
   std::size_t pool_spread_in_flight = pool_config{}.spread_in_flight;  // 0: the old rule
   bool pin = true;
   std::size_t client_queue = client_config{}.max_queued_request_bytes;
@@ -43,6 +44,7 @@ class harness {
   ~harness();
   const std::vector<rpc_client*>& clients() const { return client_ptrs_; }
   client_pool* pool() const { return pool_.get(); }
+  load_balancer* balancer() const { return balancer_.get(); }
   io_pool* reactors() const { return client_pool_.get(); }  // the clients' (and pool's)
   const std::string& endpoint() const { return endpoint_; }
 
@@ -53,6 +55,7 @@ class harness {
   std::vector<std::unique_ptr<rpc_client>> clients_;
   std::vector<rpc_client*> client_ptrs_;
   std::shared_ptr<client_pool> pool_;
+  std::shared_ptr<load_balancer> balancer_;
   std::string endpoint_;
 };
 

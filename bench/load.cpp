@@ -9,8 +9,6 @@
 #include <sstream>
 #include <thread>
 
-#include <asio/post.hpp>
-
 #include "corvid/detail/switch_to.hpp"
 
 #include "bench_service.hpp"
@@ -62,18 +60,27 @@ lane& thread_lane(shared_state& st) {
   return *(*st.lanes)[index];
 }
 
-task<void> worker(rpc_client* client, client_pool* pool, lane* own, shared_state& st,
-                  std::string_view payload, const cell_params& p) {
+// Where one worker's calls go: a connection, a pool or a balancer (one of them set).
+struct route {
+  rpc_client* client = nullptr;
+  client_pool* pool = nullptr;
+  load_balancer* balancer = nullptr;
+};
+
+task<void> worker(route to, lane* own, shared_state& st, std::string_view payload,
+                  const cell_params& p) {
   const call_options opts{std::chrono::milliseconds(60000), payload};
   const auto response = static_cast<std::uint32_t>(p.response_size);
   while (st.phase.load(std::memory_order_relaxed) != stop) {
     const auto t0 = clock::now();
     // Not `c ? co_await a : co_await b`: g++ 12 destroys that expression's result twice.
     expected<with_attachment<void>, rpc_error> r;
-    if (pool != nullptr) {
-      r = co_await pool->call_with<bench_call>(opts, response, p.echo);
+    if (to.balancer != nullptr) {
+      r = co_await to.balancer->call_with<bench_call>(opts, response, p.echo);
+    } else if (to.pool != nullptr) {
+      r = co_await to.pool->call_with<bench_call>(opts, response, p.echo);
     } else {
-      r = co_await client->call_with<bench_call>(opts, response, p.echo);
+      r = co_await to.client->call_with<bench_call>(opts, response, p.echo);
     }
     const auto t1 = clock::now();
     if (st.phase.load(std::memory_order_relaxed) != measure) continue;
@@ -87,11 +94,10 @@ task<void> worker(rpc_client* client, client_pool* pool, lane* own, shared_state
   }
 }
 
-detail::detached drive(rpc_client* client, client_pool* pool, lane* l, shared_state& st,
-                       std::string_view payload, const cell_params& p,
-                       asio::io_context* home = nullptr) {
+detail::detached drive(route to, lane* l, shared_state& st, std::string_view payload,
+                       const cell_params& p, asio::io_context* home = nullptr) {
   if (home != nullptr) co_await detail::switch_to{*home};
-  co_await worker(client, pool, l, st, payload, p);
+  co_await worker(to, l, st, payload, p);
   std::lock_guard lk(st.m);
   if (--st.running == 0) st.cv.notify_all();
 }
@@ -109,6 +115,7 @@ snapshot take_snapshot(const load_target& target) {
     s.client.write_syscalls += t.write_syscalls;
   }
   auto r = sync_wait([&]() -> task<expected<server_counters, rpc_error>> {
+    if (target.balancer != nullptr) co_return co_await target.balancer->call<bench_stats>();
     if (target.pool != nullptr) co_return co_await target.pool->call<bench_stats>();
     co_return co_await target.clients[0]->call<bench_stats>();
   }());
@@ -146,7 +153,8 @@ void sleep_with_progress(double seconds, const std::vector<std::unique_ptr<lane>
 cell_result run_cell(const load_target& target, const cell_params& p, const progress_fn& progress,
                      std::string* first_error) {
   const auto& clients = target.clients;
-  const std::size_t lane_count = target.pool != nullptr ? pool_lanes : clients.size();
+  const bool shared = target.pool != nullptr || target.balancer != nullptr;
+  const std::size_t lane_count = shared ? pool_lanes : clients.size();
   const std::string payload(p.payload, 'p');
   shared_state st;
   std::vector<std::unique_ptr<lane>> lanes;
@@ -155,14 +163,14 @@ cell_result run_cell(const load_target& target, const cell_params& p, const prog
   st.running = p.concurrency;
   for (int i = 0; i < p.concurrency; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % lane_count;
-    if (target.pool != nullptr) {
+    if (shared) {
       asio::io_context* home =
           target.reactors != nullptr
               ? &target.reactors->at(static_cast<std::size_t>(i) % target.reactors->size())
               : nullptr;
-      drive(nullptr, target.pool, nullptr, st, payload, p, home);
+      drive({nullptr, target.pool, target.balancer}, nullptr, st, payload, p, home);
     } else {
-      drive(clients[k], nullptr, lanes[k].get(), st, payload, p);
+      drive({clients[k], nullptr, nullptr}, lanes[k].get(), st, payload, p);
     }
   }
   sleep_with_progress(p.warmup_seconds, lanes, {});
@@ -190,8 +198,9 @@ cell_result run_cell(const load_target& target, const cell_params& p, const prog
   r.response_size = p.echo ? p.payload : p.response_size;
   r.echo = p.echo;
   r.concurrency = p.concurrency;
-  r.connections =
-      static_cast<int>(target.pool != nullptr ? target.pool->stats().connections : clients.size());
+  r.connections = static_cast<int>(target.pool != nullptr       ? target.pool->stats().connections
+                                   : target.balancer != nullptr ? 0
+                                                                : clients.size());
   r.seconds = std::chrono::duration<double>(t1 - t0).count();
   r.qps = static_cast<double>(r.calls) / r.seconds;
   r.gbps = r.qps * static_cast<double>(p.payload) * 8 / 1e9;
@@ -199,7 +208,7 @@ cell_result run_cell(const load_target& target, const cell_params& p, const prog
   r.p90_us = static_cast<double>(all.percentile(90)) / 1e3;
   r.p99_us = static_cast<double>(all.percentile(99)) / 1e3;
   r.p999_us = static_cast<double>(all.percentile(99.9)) / 1e3;
-  r.client_rpcs_per_write = target.pool != nullptr
+  r.client_rpcs_per_write = shared
                                 ? -1.0
                                 : ratio(after.client.frames_sent - before.client.frames_sent,
                                         after.client.write_syscalls - before.client.write_syscalls);

@@ -30,6 +30,8 @@ struct load_target {
   // With a pool: the client's reactors, where the callers start in turn (as callers living on
   // the client's threads do); null: they start on the calling thread.
   io_pool* reactors = nullptr;
+  // If set, every call goes through it (clients and pool unused; reactors as for a pool).
+  load_balancer* balancer = nullptr;
 };
 
 // Runs one cell against `target`. The first call error, if any, goes to `first_error`.

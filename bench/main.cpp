@@ -58,6 +58,7 @@ int run_grid(const options& o) {
   hc.server_threads = hc.client_threads = o.threads;
   hc.connections = o.connections;
   hc.pool = o.pool;
+  hc.balancer = o.balancer;
   hc.pool_spread_in_flight = o.spread;
   hc.pin = o.pin;
   hc.client_queue = o.client_queue;
@@ -82,7 +83,8 @@ int run_grid(const options& o) {
       if (tty)
         std::fprintf(stderr, "\r[%zu/%zu] %-12s warming up...      ", index, total, label.c_str());
       std::string first_error;
-      cell_result r = run_cell({h.clients(), h.pool(), h.reactors()}, p, progress, &first_error);
+      cell_result r =
+          run_cell({h.clients(), h.pool(), h.reactors(), h.balancer()}, p, progress, &first_error);
       r.transport = o.transport + (o.tls ? "+tls" : "");
       if (!first_error.empty())
         std::fprintf(stderr, "\n%s: %s\n", label.c_str(), first_error.c_str());

@@ -64,6 +64,8 @@ options:
   --connections N          client connections (default 1: one multiplexed connection)
   --pool N|auto            send calls through a client_pool of up to N connections (auto:
                            pool_config's default, one per server reactor, at least 4)
+  --balancer               send calls through a load_balancer on list://<server> whose pool
+                           is the one --pool describes (auto when --pool is not given)
   --spread N               pools' spread_in_flight (default 8; 0 = the old rule)
   --no-metrics             server: run with server_config::metrics off
   --client-metrics         clients: count into a client_metrics (client_config::metrics)
@@ -184,6 +186,8 @@ options parse_options(int argc, char** argv) {
     } else if (a == "--pool") {
       const std::string v = value("--pool");
       o.pool = v == "auto" ? -1 : std::atoi(v.c_str());
+    } else if (a == "--balancer") {
+      o.balancer = true;
     } else if (a == "--spread") {
       o.spread = static_cast<std::size_t>(std::atoi(value("--spread").c_str()));
     } else if (a == "--client-queue") {
@@ -248,6 +252,7 @@ options parse_options(int argc, char** argv) {
   if (o.tls && (o.transport == "rdma" || !o.connect.empty() || o.command == "server")) {
     fail("--tls runs the server in this process, over tcp or uds");
   }
+  if (o.balancer && o.pool == 0) o.pool = -1;
   if (o.transport == "rdma" && o.pool != 0) fail("--pool is not supported with --transport rdma");
   if (o.threads < 1 || o.connections < 1 || o.duration <= 0 || o.warmup < 0) {
     fail("--threads, --connections and --duration must be positive");

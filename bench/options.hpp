@@ -36,7 +36,9 @@ struct options {
   bool library_defaults = false;
   bool threads_given = false, adaptive_poll_given = false;
   int connections = 1;  // client connections the calls are spread over
-  int pool = 0;  // > 0: calls go through a client_pool of up to this many connections; -1: auto
+  int pool = 0;
+  bool balancer = false;  // calls through a load_balancer over the pool --pool describes  // > 0:
+                          // calls go through a client_pool of up to this many connections; -1: auto
   // pool_config::spread_in_flight of the bench's pools (the "after" rows of `reactors`).
   std::size_t spread = pool_config{}.spread_in_flight;
   bool metrics = true;          // server: server_config::metrics (--no-metrics turns it off)

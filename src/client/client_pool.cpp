@@ -381,10 +381,10 @@ bool client_pool::pick(lease& out) noexcept {
   return true;
 }
 
-task<expected<client_pool::lease, rpc_error>> client_pool::acquire() {
-  lease l;
-  if (pick(l)) co_return l;
-  co_return co_await acquire_slow();
+client_pool::acquiring client_pool::acquire() {
+  acquiring a;
+  if (!pick(a.picked_)) a.slow_ = acquire_slow();
+  return a;
 }
 
 task<expected<client_pool::lease, rpc_error>> client_pool::acquire_slow(time_point deadline) {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "corvid/detail/detached.hpp"
+#include "corvid/detail/switch_to.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
 #include "../runtime/asio_all.hpp"
@@ -15,17 +16,6 @@ namespace corvid::detail {
 using steady = std::chrono::steady_clock;
 
 namespace {
-
-// Continues on `ctx`, always through a post: a watch that stop() cancels resumes inside that
-// call, which must return (and unlock) before the follower touches anything.
-struct post_to {
-  asio::io_context& ctx;
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const {
-    asio::post(ctx, [h] { h.resume(); });
-  }
-  void await_resume() const noexcept {}
-};
 
 void apply(endpoint_health& health, health_status s) {
   // Any status but serving (a newer server's too) keeps new calls away.
@@ -64,6 +54,8 @@ struct health_follower::run {
     const background_work counted;
     std::minstd_rand rng{std::random_device{}()};
     unsigned failures = 0;  // opens since the watch last said serving
+    // Always through a post (post_to, not switch_to): a watch that stop() cancels resumes
+    // inside that call, which must return (and unlock) before the follower touches anything.
     co_await post_to{self->reactor_};
     while (!self->stopped()) {
       bool aged = false;

@@ -1,5 +1,5 @@
-// load_balancer: the call path. pick() copies the published view's pointer (under the view's
-// own short lock, lb_view.hpp) and reads per-endpoint atomics: no balancer mutex
+// load_balancer: the call path. pick() copies its reactor's hold on the published view
+// (lb_view.hpp) and reads per-endpoint atomics: no balancer mutex
 // (weighted_round_robin's smooth weights aside), no allocation. report() takes an
 // endpoint's own mutex on failures only; probes of ejected endpoints run in the background
 // unless a call has no other endpoint left.
@@ -55,12 +55,12 @@ std::chrono::milliseconds load_balancer::left(std::optional<steady::time_point> 
 }
 
 expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view hash_key,
-                                                               const node* avoid) {
-  auto v = locked_load(view_, this);
-  const auto now = steady::now();
+                                                               const node* avoid,
+                                                               steady::time_point now) {
+  auto v = load_view();
   if (v->hold_until != steady::time_point{} && now >= v->hold_until) {
     expire_hold(v.get());
-    v = locked_load(view_, this);
+    v = load_view();
   }
   if (v->nodes.empty()) return unexpected(rpc_error(rpc_errc::connect_failed, "no endpoints"));
   const auto ticks = now.time_since_epoch().count();

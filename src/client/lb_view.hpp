@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "corvid/client/load_balancer.hpp"
+#include "corvid/detail/asio.hpp"
 
 #include "hash_ring.hpp"
 
@@ -20,6 +21,20 @@ struct load_balancer::view {
   detail::hash_ring ring;                    // consistent_hash only; owners index `nodes`
   // Nonzero: the last update removed every endpoint; these are kept until then.
   steady::time_point hold_until{};
+};
+
+// Each reactor of the client's io_pool holds the view through a reference count of its own
+// (an aliasing shared_ptr over one holder per reactor and view), renewed on that reactor when
+// the generation moves on: a call copies its reactor's hold, so calls on different reactors
+// neither lock nor touch a shared count. Each publish posts a reset to every reactor, so a
+// reactor that makes no more calls does not keep a replaced view (and its pools) alive.
+struct load_balancer::reactor_views {
+  struct alignas(64) hold {
+    std::shared_ptr<const view> v;  // only ever touched on its reactor
+    std::uint64_t generation = 0;
+  };
+  std::vector<asio::io_context*> reactors;
+  std::unique_ptr<hold[]> holds;  // one per reactor
 };
 
 // The published pointer is read and swapped under a lock of its own (one of a few shared by

@@ -10,8 +10,10 @@
 #include <unordered_set>
 
 #include "corvid/detail/detached.hpp"
+#include "corvid/runtime/io_pool.hpp"
 
 #include "../discovery/endpoint_source.hpp"
+#include "../runtime/asio_all.hpp"
 #include "background.hpp"
 #include "client_metrics_access.hpp"
 #include "health_follower.hpp"
@@ -25,7 +27,35 @@ std::mutex& view_lock(const void* balancer) noexcept {
 }
 
 load_balancer::load_balancer(lb_config config)
-    : config_(std::move(config)), view_(std::make_shared<const view>()) {}
+    : config_(std::move(config)),
+      view_(std::make_shared<const view>()),
+      reactor_views_(std::make_shared<reactor_views>()) {
+  io_pool& reactors =
+      config_.pool.client.pool ? *config_.pool.client.pool : io_pool::default_pool();
+  for (std::size_t i = 0; i < reactors.size(); ++i) {
+    reactor_views_->reactors.push_back(&reactors.at(i));
+  }
+  reactor_views_->holds = std::make_unique<reactor_views::hold[]>(reactors.size());
+}
+
+std::shared_ptr<const load_balancer::view> load_balancer::load_view() {
+  const asio::io_context* here = current_reactor();
+  auto& rv = *reactor_views_;
+  for (std::size_t i = 0; here != nullptr && i < rv.reactors.size(); ++i) {
+    if (rv.reactors[i] != here) continue;
+    auto& h = rv.holds[i];
+    // Read before the view: a view loaded after this generation is at least as new.
+    const auto g = generation_.load(std::memory_order_acquire);
+    if (h.generation != g || !h.v) {
+      auto holder = std::make_shared<std::shared_ptr<const view>>(locked_load(view_, this));
+      const view* v = holder->get();
+      h.v = std::shared_ptr<const view>(std::move(holder), v);
+      h.generation = g;
+    }
+    return h.v;
+  }
+  return locked_load(view_, this);  // a caller on no reactor of the client's
+}
 
 load_balancer::~load_balancer() {
   source_.reset();  // its thread hands endpoints to this balancer: it goes first
@@ -141,6 +171,13 @@ void load_balancer::publish_locked(std::vector<std::shared_ptr<node>> nodes,
   v->nodes = std::move(nodes);
   v->hold_until = hold_until;
   locked_store(view_, std::move(v), this);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  // Each reactor lets its hold go on its own thread; the holds outlive the balancer if need
+  // be, and a replaced view goes once the last call on it ends.
+  auto& rv = *reactor_views_;
+  for (std::size_t i = 0; i < rv.reactors.size(); ++i) {
+    asio::post(*rv.reactors[i], [views = reactor_views_, i] { views->holds[i].v.reset(); });
+  }
 }
 
 bool load_balancer::add_endpoint(lb_endpoint endpoint) {

@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 
 #include <corvid/corvid.hpp>
+#include <corvid/detail/switch_to.hpp>
 
 #include "connect.hpp"
 #include "eventually.hpp"
-#include "hop.hpp"
 #include "process_memory.hpp"
 #include "raw_connection.hpp"
 #include <sys/socket.h>
@@ -86,8 +86,8 @@ class test_server {
   corvid::rpc_server server_;
 };
 
-using corvid::test::connect;  // tests/support/connect.hpp
-using corvid::test::hop;      // tests/support/hop.hpp
+using corvid::test::connect;          // tests/support/connect.hpp
+using hop = corvid::detail::post_to;  // a test coroutine runs on a reactor from then on
 
 // Polls `pred` until it holds or `limit` passes; the final answer of `pred`.
 template <class Pred>

@@ -54,8 +54,10 @@ class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> 
   // client's io_pool), or a new one there while under max_connections when that one is busy
   // (pool_config::spread_in_flight, max_in_flight_per_connection). Only a caller whose reactor
   // has no usable connection, or a caller on no reactor of the pool, gets one living on
-  // another reactor (pool_stats::cross_reactor_calls).
-  task<expected<lease, rpc_error>> acquire();
+  // another reactor (pool_stats::cross_reactor_calls). co_await it for an
+  // expected<lease, rpc_error>.
+  class acquiring;
+  acquiring acquire();
 
   // A call, as rpc_client's are: co_await yields expected<R, rpc_error> (call_with:
   // expected<with_attachment<R>, rpc_error>). On a reactor with a usable connection the call
@@ -119,6 +121,27 @@ class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> 
 
   pool_stats stats() const;
   const std::string& endpoint() const noexcept { return endpoint_; }
+
+  // What acquire() returns. A connection on the caller's reactor is picked when acquire() is
+  // called, with no coroutine; only a caller left to wait for one (or on no reactor of the
+  // pool) runs the coroutine that waits, when it awaits.
+  class [[nodiscard]] acquiring {
+   public:
+    bool await_ready() const noexcept { return !slow_.valid(); }
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) {
+      return slow_.operator co_await().await_suspend(caller);
+    }
+    expected<lease, rpc_error> await_resume() {
+      if (!slow_.valid()) return std::move(picked_);
+      return slow_.operator co_await().await_resume();
+    }
+
+   private:
+    friend class client_pool;
+    acquiring() = default;
+    lease picked_;
+    task<expected<lease, rpc_error>> slow_;
+  };
 
  private:
   template <auto F, bool WithAttachment, class... Args>

@@ -96,48 +96,53 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   // the pool's request_timeout) covers every attempt, and any probe it waits for.
   template <auto F, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
-    co_return co_await routed<expected<detail::client_result_t<F>, rpc_error>>(
-        [&](client_pool& p, std::chrono::milliseconds t) {
-          return t.count() < 0 ? p.template call<F>(args...) : p.template call_for<F>(t, args...);
+    return routed<expected<detail::client_result_t<F>, rpc_error>>(
+        [](client_pool& p, std::chrono::milliseconds t, Args&... a) {
+          return t.count() < 0 ? p.template call<F>(a...) : p.template call_for<F>(t, a...);
         },
-        std::chrono::milliseconds(-1));
+        std::chrono::milliseconds(-1), {}, std::move(args)...);
   }
   template <auto F, class Rep, class Period, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call_for(
       std::chrono::duration<Rep, Period> timeout, Args... args) {
-    co_return co_await routed<expected<detail::client_result_t<F>, rpc_error>>(
-        [&](client_pool& p, std::chrono::milliseconds t) {
-          return t.count() < 0 ? p.template call_for<F>(timeout, args...)
-                               : p.template call_for<F>(t, args...);
+    return routed<expected<detail::client_result_t<F>, rpc_error>>(
+        [](client_pool& p, std::chrono::milliseconds t, std::chrono::duration<Rep, Period>& asked,
+           Args&... a) {
+          return t.count() < 0 ? p.template call_for<F>(asked, a...)
+                               : p.template call_for<F>(t, a...);
         },
-        std::chrono::ceil<std::chrono::milliseconds>(timeout));
+        std::chrono::ceil<std::chrono::milliseconds>(timeout), {}, timeout, std::move(args)...);
   }
   template <auto F, class... Args>
   task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
       call_options options, Args... args) {
-    co_return co_await routed<expected<with_attachment<detail::client_result_t<F>>, rpc_error>>(
-        [&](client_pool& p, std::chrono::milliseconds t) {
-          call_options o = options;
+    const auto timeout = options.timeout;
+    const std::string_view key = options.hash_key;  // the caller's, alive while it awaits
+    return routed<expected<with_attachment<detail::client_result_t<F>>, rpc_error>>(
+        [](client_pool& p, std::chrono::milliseconds t, call_options& asked, Args&... a) {
+          call_options o = asked;
           if (t.count() >= 0) o.timeout = t;  // else: no deadline, as the caller asked
-          return p.template call_with<F>(o, args...);
+          return p.template call_with<F>(o, a...);
         },
-        options.timeout, options.hash_key);
+        timeout, key, std::move(options), std::move(args)...);
   }
 
   // Streams, opened on the endpoint the policy picks (a failure to open counts against it).
   template <auto F, class... Args>
   task<expected<stream_reader_t<F>, rpc_error>> stream(Args... args) {
-    co_return co_await routed<expected<stream_reader_t<F>, rpc_error>>(
-        [&](client_pool& p, std::chrono::milliseconds) { return p.template stream<F>(args...); },
-        std::chrono::milliseconds(0));
+    return routed<expected<stream_reader_t<F>, rpc_error>>(
+        [](client_pool& p, std::chrono::milliseconds, Args&... a) {
+          return p.template stream<F>(a...);
+        },
+        std::chrono::milliseconds(0), {}, std::move(args)...);
   }
   template <auto F, class... Args>
   task<expected<open_stream_t<F>, rpc_error>> open_stream(Args... args) {
-    co_return co_await routed<expected<open_stream_t<F>, rpc_error>>(
-        [&](client_pool& p, std::chrono::milliseconds) {
-          return p.template open_stream<F>(args...);
+    return routed<expected<open_stream_t<F>, rpc_error>>(
+        [](client_pool& p, std::chrono::milliseconds, Args&... a) {
+          return p.template open_stream<F>(a...);
         },
-        std::chrono::milliseconds(0));
+        std::chrono::milliseconds(0), {}, std::move(args)...);
   }
 
   std::vector<lb_endpoint_stats> stats() const;
@@ -182,9 +187,14 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
     node* n = nullptr;
     bool probe = false;  // no other endpoint is usable: the call waits for this probe
   };
+  struct reactor_views;  // each client reactor's own hold on the published view
   explicit load_balancer(lb_config config);
+  // The published view, for a call: on a client reactor through that reactor's own hold, so
+  // calls on different reactors share no lock and no reference count.
+  std::shared_ptr<const view> load_view();
   // `avoid`: an endpoint the call could not reach a moment ago.
-  expected<picked, rpc_error> pick(std::string_view hash_key, const node* avoid);
+  expected<picked, rpc_error> pick(std::string_view hash_key, const node* avoid,
+                                   steady::time_point now);
   node* pick_among(const view& v, std::string_view hash_key, const node* avoid,
                    steady::time_point now, int level);
   void report(node& n, bool probe, rpc_errc result);
@@ -211,16 +221,23 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   // Milliseconds left before `deadline` (at least 1), or -1 when there is none.
   static std::chrono::milliseconds left(std::optional<steady::time_point> deadline);
 
-  template <class R, class Invoke>
-  task<R> routed(Invoke invoke, std::chrono::milliseconds timeout, std::string_view hash_key = {}) {
+  // The one coroutine of a balanced call (the public functions above are not coroutines, so a
+  // call has one frame): `invoke` is captureless and gets this frame's copy of the arguments,
+  // which each attempt copies again.
+  template <class R, class Invoke, class... Args>
+  task<R> routed(Invoke invoke, std::chrono::milliseconds timeout, std::string_view hash_key,
+                 Args... args) {
     // negative: the pool's request_timeout; 0: none.
     if (timeout.count() < 0) timeout = config_.pool.client.request_timeout;
+    const steady::time_point start = steady::now();
     std::optional<steady::time_point> deadline;
-    if (timeout.count() > 0) deadline = steady::now() + timeout;
+    if (timeout.count() > 0) deadline = start + timeout;
     const node* avoid = nullptr;
     std::shared_ptr<const view> avoid_view;  // keeps `avoid` alive between attempts
     for (int attempt = 0, probes = 0;;) {
-      auto p = pick(hash_key, avoid);
+      // The common call (its first pick, no probe) reads the clock once, at its start.
+      const bool first = attempt == 0 && probes == 0;
+      auto p = pick(hash_key, avoid, first ? start : steady::now());
       if (!p) co_return unexpected(std::move(p).error());
       // A failed probe re-ejects the endpoint, so the next pick goes elsewhere.
       if (p->probe && !co_await probe(p->v, p->n, left(deadline))) {
@@ -233,12 +250,15 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
         }
         continue;
       }
-      if (deadline && steady::now() >= *deadline) {
+      const bool at_start = first && !p->probe;
+      if (!at_start && deadline && steady::now() >= *deadline) {
         co_return unexpected(rpc_error(rpc_errc::timeout, "deadline passed before a retry"));
       }
       node& n = *p->n;
       if (p->probe) n.in_flight.fetch_add(1, std::memory_order_relaxed);  // pick() counts others
-      R r = co_await invoke(*n.pool, left(deadline));
+      const auto t =
+          at_start ? (deadline ? timeout : std::chrono::milliseconds(-1)) : left(deadline);
+      R r = co_await invoke(*n.pool, t, args...);
       n.in_flight.fetch_sub(1, std::memory_order_relaxed);
       report(n, false, r.has_value() ? rpc_errc::ok : r.error().code());
       // A call that never reached its server (it stopped, died, or refused the connection)
@@ -257,7 +277,10 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   const lb_config config_;
   mutable std::mutex mutex_;  // membership changes; never taken by a call
   std::atomic<std::shared_ptr<const view>> view_;
-  std::atomic<std::size_t> next_{0};  // round robin
+  // Bumped after each publish: a reactor's hold older than this is renewed at its next call.
+  std::atomic<std::uint64_t> generation_{1};
+  std::shared_ptr<reactor_views> reactor_views_;  // shared with the resets publish() posts
+  std::atomic<std::size_t> next_{0};              // round robin
   // Endpoints with ejections (counted on each change between none and some, under their
   // mutex): while 0, a pick skips looking for probes to start.
   std::atomic<std::size_t> ejected_{0};
