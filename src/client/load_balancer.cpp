@@ -36,25 +36,32 @@ load_balancer::load_balancer(lb_config config)
     reactor_views_->reactors.push_back(&reactors.at(i));
   }
   reactor_views_->holds = std::make_unique<reactor_views::hold[]>(reactors.size());
+  // Each reactor's round robin starts at a turn of its own, so their first calls spread.
+  for (std::size_t i = 0; i < reactors.size(); ++i) reactor_views_->holds[i].turn = i;
 }
 
-std::shared_ptr<const load_balancer::view> load_balancer::load_view() {
+std::size_t load_balancer::caller_reactor() const noexcept {
   const asio::io_context* here = current_reactor();
-  auto& rv = *reactor_views_;
-  for (std::size_t i = 0; here != nullptr && i < rv.reactors.size(); ++i) {
-    if (rv.reactors[i] != here) continue;
-    auto& h = rv.holds[i];
-    // Read before the view: a view loaded after this generation is at least as new.
-    const auto g = generation_.load(std::memory_order_acquire);
-    if (h.generation != g || !h.v) {
-      auto holder = std::make_shared<std::shared_ptr<const view>>(locked_load(view_, this));
-      const view* v = holder->get();
-      h.v = std::shared_ptr<const view>(std::move(holder), v);
-      h.generation = g;
-    }
-    return h.v;
+  if (here == nullptr) return no_reactor;
+  const auto& reactors = reactor_views_->reactors;
+  for (std::size_t i = 0; i < reactors.size(); ++i) {
+    if (reactors[i] == here) return i;
   }
-  return locked_load(view_, this);  // a caller on no reactor of the client's
+  return no_reactor;  // another io_pool's thread (a server's, say)
+}
+
+std::shared_ptr<const load_balancer::view> load_balancer::load_view(std::size_t reactor) {
+  if (reactor == no_reactor) return locked_load(view_, this);
+  auto& h = reactor_views_->holds[reactor];
+  // Read before the view: a view loaded after this generation is at least as new.
+  const auto g = generation_.load(std::memory_order_acquire);
+  if (h.generation != g || !h.v) {
+    auto holder = std::make_shared<std::shared_ptr<const view>>(locked_load(view_, this));
+    const view* v = holder->get();
+    h.v = std::shared_ptr<const view>(std::move(holder), v);
+    h.generation = g;
+  }
+  return h.v;
 }
 
 load_balancer::~load_balancer() {

@@ -189,13 +189,16 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   };
   struct reactor_views;  // each client reactor's own hold on the published view
   explicit load_balancer(lb_config config);
+  // The caller's index among the client's reactors, or no_reactor.
+  static constexpr std::size_t no_reactor = static_cast<std::size_t>(-1);
+  std::size_t caller_reactor() const noexcept;
   // The published view, for a call: on a client reactor through that reactor's own hold, so
   // calls on different reactors share no lock and no reference count.
-  std::shared_ptr<const view> load_view();
+  std::shared_ptr<const view> load_view(std::size_t reactor);
   // `avoid`: an endpoint the call could not reach a moment ago.
   expected<picked, rpc_error> pick(std::string_view hash_key, const node* avoid,
                                    steady::time_point now);
-  node* pick_among(const view& v, std::string_view hash_key, const node* avoid,
+  node* pick_among(const view& v, std::size_t reactor, std::string_view hash_key, const node* avoid,
                    steady::time_point now, int level);
   void report(node& n, bool probe, rpc_errc result);
   // The probe of an ejected endpoint: its health method, so no user call risks a dead one.
@@ -280,7 +283,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   // Bumped after each publish: a reactor's hold older than this is renewed at its next call.
   std::atomic<std::uint64_t> generation_{1};
   std::shared_ptr<reactor_views> reactor_views_;  // shared with the resets publish() posts
-  std::atomic<std::size_t> next_{0};              // round robin
+  std::atomic<std::size_t> next_{0};  // round robin's turn for callers on no client reactor
   // Endpoints with ejections (counted on each change between none and some, under their
   // mutex): while 0, a pick skips looking for probes to start.
   std::atomic<std::size_t> ejected_{0};
