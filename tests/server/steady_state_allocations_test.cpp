@@ -135,6 +135,14 @@ class fixture {
     if (tls_) pc.client.tls = corvid::tls_config{.ca_file = certs().ca};
     return corvid::client_pool::create(endpoint_, pc);
   }
+  // A load_balancer over that one server, its pool's connections on the client's reactor.
+  std::shared_ptr<corvid::load_balancer> make_balancer() {
+    corvid::lb_config lc;
+    lc.pool.client.pool = pool_.get();
+    if (tls_) lc.pool.client.tls = corvid::tls_config{.ca_file = certs().ca};
+    lc.follow_health = false;  // no health watch beside the calls: only the calls are counted
+    return corvid::load_balancer::create({{endpoint_}}, lc);
+  }
   ~fixture() {
     client_.reset();
     server_->stop();
@@ -161,11 +169,13 @@ task<bool> call_each(corvid::rpc_client& c, int calls) {
   co_return true;
 }
 
-// The same through a pool: the first call of each run comes from this thread (the pool's
-// locked path), the others from the client's reactor, where the call resumed (the lock-free one).
-task<bool> pool_call_each(corvid::client_pool& pool, int calls) {
+// The same through a pool or a balancer: the first call of each run comes from this thread
+// (their locked paths), the others from the client's reactor, where the call resumed (the
+// lock-free ones).
+template <class Via>
+task<bool> shared_call_each(Via& via, int calls) {
   for (int i = 0; i < calls; ++i) {
-    auto r = co_await pool.call<add>(i, 1);
+    auto r = co_await via.template call<add>(i, 1);
     if (!r || *r != i + 1) co_return false;
   }
   co_return true;
@@ -236,7 +246,17 @@ TEST_P(steady_state_allocations, a_blocking_handler_call_allocates_nothing) {
 TEST_P(steady_state_allocations, a_call_through_a_client_pool_allocates_nothing) {
   fixture f(GetParam());
   auto pool = f.make_pool();
-  const counts n = steady_state([&](int calls) { return pool_call_each(*pool, calls); });
+  const counts n = steady_state([&](int calls) { return shared_call_each(*pool, calls); });
+  EXPECT_EQ(n.server, 0u) << "server allocations in " << measured_calls << " calls";
+  EXPECT_EQ(n.client, 0u) << "client allocations in " << measured_calls << " calls";
+}
+
+// The balancer's call path (its coroutine frame, the reactor's hold on the view, the pick,
+// the pool's call under it) allocates nothing.
+TEST_P(steady_state_allocations, a_call_through_a_load_balancer_allocates_nothing) {
+  fixture f(GetParam());
+  auto lb = f.make_balancer();
+  const counts n = steady_state([&](int calls) { return shared_call_each(*lb, calls); });
   EXPECT_EQ(n.server, 0u) << "server allocations in " << measured_calls << " calls";
   EXPECT_EQ(n.client, 0u) << "client allocations in " << measured_calls << " calls";
 }
