@@ -208,31 +208,56 @@ void run_pool_reactors_rows(const options& o) {
 
 }  // namespace
 
+// Seed 003: calls/s should grow with the server's reactors while the client keeps up. The
+// client here scales with the server (T io threads of its own, 8 connections and 128 callers
+// per thread), and each side is pinned to CPUs of its own (the server's from CPU 0 up, the
+// client's from the last down) while 2 T fit; past that they share CPUs, and the rows say so.
 int run_reactors_experiment(const options& o) {
   if (o.pool != 0) {  // --pool: the one-client-process rows alone
     run_pool_reactors_rows(o);
     return 0;
   }
-  table t{{"server io threads", "client connections", "qps", "P50 (us)", "P99 (us)"}, {}};
-  const int max_threads = std::max(o.threads, 4);
-  for (int threads = 1; threads <= max_threads; threads *= 2) {
-    for (int conns : {16, 64, 256}) {
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int half = std::max(1, cpus / 2);
+  table t{{"server reactors (T)", "client", "connections", "callers", "calls/s",
+           "per server reactor", "efficiency vs its T=1", "P50 (us)", "P99 (us)", "CPUs"},
+          {}};
+  double base[2] = {0, 0};  // calls/s per reactor at T = 1: plain connections, the pool
+  for (int threads = 1; threads <= std::max(half, 2); threads *= 2) {
+    const bool own_cpus = 2 * threads <= cpus;
+    for (bool pooled : {false, true}) {
       harness_config hc = base_config(o);
-      hc.server_threads = threads;
-      hc.connections = conns;
-      hc.pin = false;  // more threads than cores: let the kernel place them
+      hc.server_threads = hc.client_threads = threads;
+      hc.connections = 8 * threads;  // the hand-chosen count
+      hc.pool = pooled ? -1 : 0;     // the default client_pool (auto) beside it
+      hc.pin = own_cpus && o.pin;
       harness h(hc);
-      cell_result r =
-          run_cell({h.clients()}, {128, o.response_size, false, conns, o.warmup, o.duration}, {});
-      t.rows.push_back({std::to_string(threads), std::to_string(conns), fixed(r.qps, 0),
-                        fixed(r.p50_us, 0), fixed(r.p99_us, 0)});
+      const int callers = 128 * threads;
+      const cell_result r =
+          run_cell({h.clients(), h.pool(), h.reactors()},
+                   {128, o.response_size, false, callers, o.warmup, o.duration}, {});
+      const double per = r.qps / threads;
+      double& b = base[pooled ? 1 : 0];
+      if (threads == 1) b = per;
+      t.rows.push_back({std::to_string(threads), pooled ? "client_pool (auto)" : "plain",
+                        std::to_string(r.connections), std::to_string(callers), fixed(r.qps, 0),
+                        fixed(per, 0), b > 0 ? fixed(100.0 * per / b, 0) + " %" : "-",
+                        fixed(r.p50_us, 0), fixed(r.p99_us, 0),
+                        own_cpus ? "own" : "shared (cannot show scaling)"});
     }
   }
   std::printf(
-      "reactors (seed 003): 128 B calls, each client on its own connection with one call "
-      "in flight, client on 1 io thread, %u cores\n\n",
-      std::thread::hardware_concurrency());
+      "reactors (seed 003): 128 B calls; server and client on T io threads each, 8 connections "
+      "and 128 callers per client thread; %d CPUs\n\n",
+      cpus);
   t.print_markdown(std::cout);
+  if (half < 2) {
+    std::printf(
+        "\nThis machine has %d CPUs: past T = %d the server and the client share CPUs, so the "
+        "rows cannot show how the server scales. bench/reactors-scaling runs the same "
+        "experiment as two processes on CPU sets of their own, on a host with more cores.\n",
+        cpus, half);
+  }
   if (o.connect.empty()) run_pool_reactors_rows(o);
   return 0;
 }

@@ -18,8 +18,9 @@ commands:
   client      run the grid against a running server: --connect ADDR
   pipeline    seed 001: synchronous vs pipelined vs concurrent callers on one connection
   coalesce    seed 002: write coalescing on vs off (RPCs per write, packets per RPC)
-  reactors    seed 003: server io threads 1..N vs 16/64/256 clients on own connections;
-              then one client_pool (old rule vs default) against a 2-io-thread server,
+  reactors    seed 003: server and client on T = 1, 2, 4 .. CPUs/2 io threads each (own CPUs),
+              calls/s per server reactor and efficiency against T = 1, plain connections
+              and the default client_pool; then one client_pool (old rule vs default) against a 2-io-thread server,
               calls per server reactor (--concurrency, default 1,4,16,64,256); with
               --pool (any value) only the client_pool rows
   idle        user-space bytes per idle server connection (--connections N, default 10000)
