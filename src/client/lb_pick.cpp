@@ -82,7 +82,7 @@ expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view 
       }
     }
   for (int l = answered_serving; l <= any; ++l) {
-    if (node* chosen = pick_among(*v, reactor, hash_key, avoid, now, l)) {
+    if (node* chosen = pick_among(*v, hash_key, avoid, now, l)) {
       if (waiting_probe != nullptr) start_probe(v, waiting_probe);
       return picked{std::move(v), chosen, false};
     }
@@ -92,9 +92,8 @@ expected<load_balancer::picked, rpc_error> load_balancer::pick(std::string_view 
       rpc_error(rpc_errc::connect_failed, "every endpoint is ejected after connection failures"));
 }
 
-load_balancer::node* load_balancer::pick_among(const view& v, std::size_t reactor,
-                                               std::string_view hash_key, const node* avoid,
-                                               steady::time_point now, int l) {
+load_balancer::node* load_balancer::pick_among(const view& v, std::string_view hash_key,
+                                               const node* avoid, steady::time_point now, int l) {
   const auto ticks = now.time_since_epoch().count();
   auto usable = [&](const node& n) {
     if (&n == avoid || n.ejections.load(std::memory_order_relaxed) != 0 ||
@@ -134,10 +133,7 @@ load_balancer::node* load_balancer::pick_among(const view& v, std::size_t reacto
   node* chosen = nullptr;
   switch (config_.policy) {
     case lb_policy::round_robin: {
-      // Each client reactor takes turns of its own: no counter shared between cores.
-      const std::size_t turn = reactor != no_reactor
-                                   ? reactor_views_->holds[reactor].turn++
-                                   : next_.fetch_add(1, std::memory_order_relaxed);
+      const std::size_t turn = next_.fetch_add(1, std::memory_order_relaxed);
       chosen = v.nodes[turn % size].get();
       if (!usable(*chosen)) {
         // Some are out: the turn among those that are in, so they share evenly.

@@ -32,7 +32,6 @@ struct load_balancer::reactor_views {
   struct alignas(64) hold {
     std::shared_ptr<const view> v;  // only ever touched on its reactor, as are the others
     std::uint64_t generation = 0;
-    std::size_t turn = 0;  // round robin's next turn for this reactor's callers
   };
   std::vector<asio::io_context*> reactors;
   std::unique_ptr<hold[]> holds;  // one per reactor

@@ -29,15 +29,14 @@ std::mutex& view_lock(const void* balancer) noexcept {
 load_balancer::load_balancer(lb_config config)
     : config_(std::move(config)),
       view_(std::make_shared<const view>()),
-      reactor_views_(std::make_shared<reactor_views>()) {
+      reactor_views_(std::make_shared<reactor_views>()),
+      retry_tokens_(milli_tokens(config_.retry.budget.max_tokens)) {
   io_pool& reactors =
       config_.pool.client.pool ? *config_.pool.client.pool : io_pool::default_pool();
   for (std::size_t i = 0; i < reactors.size(); ++i) {
     reactor_views_->reactors.push_back(&reactors.at(i));
   }
   reactor_views_->holds = std::make_unique<reactor_views::hold[]>(reactors.size());
-  // Each reactor's round robin starts at a turn of its own, so their first calls spread.
-  for (std::size_t i = 0; i < reactors.size(); ++i) reactor_views_->holds[i].turn = i;
 }
 
 std::size_t load_balancer::caller_reactor() const noexcept {
@@ -327,6 +326,8 @@ lb_stats load_balancer::balancer_stats() const {
   s.rejected_over_limit = rejected_over_limit_.load(std::memory_order_relaxed);
   s.empty_updates_held = empty_updates_held_.load(std::memory_order_relaxed);
   s.holding_empty_update = v->hold_until != steady::time_point{};
+  s.retries = retries_.load(std::memory_order_relaxed);
+  s.retries_throttled = retries_throttled_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "corvid/client/pool_config.hpp"
+#include "corvid/client/retry_policy.hpp"
 
 namespace corvid {
 
@@ -70,6 +71,9 @@ struct lb_config {
   // and how often the name is looked up again (also soon after an endpoint fails).
   std::string dns_server;
   std::chrono::milliseconds dns_refresh_interval{30000};
+  // Retries of idempotent methods, and the budget that throttles them (retry_policy.hpp).
+  // The default sends nothing twice but a request that provably never left.
+  retry_policy retry;
 };
 
 }  // namespace corvid

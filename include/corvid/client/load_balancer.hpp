@@ -26,6 +26,7 @@
 #include "corvid/client/lb_config.hpp"
 #include "corvid/export.hpp"
 #include "corvid/protocol/health.hpp"
+#include "corvid/runtime/sleep.hpp"
 
 namespace corvid {
 
@@ -55,6 +56,9 @@ struct lb_stats {
   // Updates that removed every endpoint and were held for empty_update_grace.
   std::uint64_t empty_updates_held = 0;
   bool holding_empty_update = false;  // one is held now
+  // lb_config::retry: attempts sent again, and retries the budget held back.
+  std::uint64_t retries = 0;
+  std::uint64_t retries_throttled = 0;
 };
 
 struct lb_endpoint_stats {
@@ -100,7 +104,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
         [](client_pool& p, std::chrono::milliseconds t, Args&... a) {
           return t.count() < 0 ? p.template call<F>(a...) : p.template call_for<F>(t, a...);
         },
-        std::chrono::milliseconds(-1), {}, std::move(args)...);
+        protocol::function_id_v<F>, std::chrono::milliseconds(-1), {}, std::move(args)...);
   }
   template <auto F, class Rep, class Period, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call_for(
@@ -111,7 +115,8 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
           return t.count() < 0 ? p.template call_for<F>(asked, a...)
                                : p.template call_for<F>(t, a...);
         },
-        std::chrono::ceil<std::chrono::milliseconds>(timeout), {}, timeout, std::move(args)...);
+        protocol::function_id_v<F>, std::chrono::ceil<std::chrono::milliseconds>(timeout), {},
+        timeout, std::move(args)...);
   }
   template <auto F, class... Args>
   task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
@@ -124,7 +129,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
           if (t.count() >= 0) o.timeout = t;  // else: no deadline, as the caller asked
           return p.template call_with<F>(o, a...);
         },
-        timeout, key, std::move(options), std::move(args)...);
+        protocol::function_id_v<F>, timeout, key, std::move(options), std::move(args)...);
   }
 
   // Streams, opened on the endpoint the policy picks (a failure to open counts against it).
@@ -134,7 +139,8 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
         [](client_pool& p, std::chrono::milliseconds, Args&... a) {
           return p.template stream<F>(a...);
         },
-        std::chrono::milliseconds(0), {}, std::move(args)...);
+        0, std::chrono::milliseconds(0), {},
+        std::move(args)...);  // streams: the never-sent rule only
   }
   template <auto F, class... Args>
   task<expected<open_stream_t<F>, rpc_error>> open_stream(Args... args) {
@@ -142,7 +148,8 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
         [](client_pool& p, std::chrono::milliseconds, Args&... a) {
           return p.template open_stream<F>(a...);
         },
-        std::chrono::milliseconds(0), {}, std::move(args)...);
+        0, std::chrono::milliseconds(0), {},
+        std::move(args)...);  // streams: the never-sent rule only
   }
 
   std::vector<lb_endpoint_stats> stats() const;
@@ -198,7 +205,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   // `avoid`: an endpoint the call could not reach a moment ago.
   expected<picked, rpc_error> pick(std::string_view hash_key, const node* avoid,
                                    steady::time_point now);
-  node* pick_among(const view& v, std::size_t reactor, std::string_view hash_key, const node* avoid,
+  node* pick_among(const view& v, std::string_view hash_key, const node* avoid,
                    steady::time_point now, int level);
   void report(node& n, bool probe, rpc_errc result);
   // The probe of an ejected endpoint: its health method, so no user call risks a dead one.
@@ -223,13 +230,20 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   void restore_locked(node& n);
   // Milliseconds left before `deadline` (at least 1), or -1 when there is none.
   static std::chrono::milliseconds left(std::optional<steady::time_point> deadline);
+  // lb_config::retry (lb_retry.cpp): books one attempt's outcome in the budget; whether a
+  // call of `method` that failed with `code` may be sent again (counted, as is a retry the
+  // budget holds back); the jittered pause before retry `n` (1 = the first).
+  void note_attempt(rpc_errc code) noexcept;
+  bool retry_allowed(std::uint32_t method, rpc_errc code) noexcept;
+  std::chrono::milliseconds backoff(unsigned n) const;
+  static std::int64_t milli_tokens(double tokens) noexcept;
 
   // The one coroutine of a balanced call (the public functions above are not coroutines, so a
   // call has one frame): `invoke` is captureless and gets this frame's copy of the arguments,
   // which each attempt copies again.
   template <class R, class Invoke, class... Args>
-  task<R> routed(Invoke invoke, std::chrono::milliseconds timeout, std::string_view hash_key,
-                 Args... args) {
+  task<R> routed(Invoke invoke, std::uint32_t method, std::chrono::milliseconds timeout,
+                 std::string_view hash_key, Args... args) {
     // negative: the pool's request_timeout; 0: none.
     if (timeout.count() < 0) timeout = config_.pool.client.request_timeout;
     const steady::time_point start = steady::now();
@@ -237,10 +251,13 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
     if (timeout.count() > 0) deadline = start + timeout;
     const node* avoid = nullptr;
     std::shared_ptr<const view> avoid_view;  // keeps `avoid` alive between attempts
-    for (int attempt = 0, probes = 0;;) {
+    bool by_policy = false;  // this attempt is a retry_policy's, not the never-sent rule's
+    for (unsigned attempt = 0, probes = 0;;) {
       // The common call (its first pick, no probe) reads the clock once, at its start.
       const bool first = attempt == 0 && probes == 0;
       auto p = pick(hash_key, avoid, first ? start : steady::now());
+      // A policy's retry goes elsewhere where it can, else to the same endpoint again.
+      if (!p && by_policy) p = pick(hash_key, nullptr, steady::now());
       if (!p) co_return unexpected(std::move(p).error());
       // A failed probe re-ejects the endpoint, so the next pick goes elsewhere.
       if (p->probe && !co_await probe(p->v, p->n, left(deadline))) {
@@ -263,17 +280,30 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
           at_start ? (deadline ? timeout : std::chrono::milliseconds(-1)) : left(deadline);
       R r = co_await invoke(*n.pool, t, args...);
       n.in_flight.fetch_sub(1, std::memory_order_relaxed);
-      report(n, false, r.has_value() ? rpc_errc::ok : r.error().code());
+      const rpc_errc code = r.has_value() ? rpc_errc::ok : r.error().code();
+      report(n, false, code);
       // A call that never reached its server (it stopped, died, or refused the connection)
       // is safe to send once more, to another endpoint.
-      if (!r && attempt == 0 &&
-          (r.error().code() == rpc_errc::connect_failed || r.error().request_unsent())) {
-        avoid = p->n;
-        avoid_view = std::move(p->v);
-        ++attempt;
-        continue;
+      by_policy = false;
+      if (!r && attempt == 0 && (code == rpc_errc::connect_failed || r.error().request_unsent())) {
+        // sent again below, as the never-sent rule's
+      } else if (config_.retry.max_attempts > 1 && method != 0) {
+        note_attempt(code);
+        if (r || attempt + 1 >= config_.retry.max_attempts || !retry_allowed(method, code)) {
+          co_return r;
+        }
+        // The back-off, unless it would end past the deadline: then this error is the answer.
+        const auto pause = backoff(attempt + 1);
+        if (deadline && steady::now() + pause >= *deadline) co_return r;
+        retries_.fetch_add(1, std::memory_order_relaxed);
+        if (pause.count() > 0) co_await sleep_for(pause);
+        by_policy = true;
+      } else {
+        co_return r;
       }
-      co_return r;
+      avoid = p->n;
+      avoid_view = std::move(p->v);
+      ++attempt;
     }
   }
 
@@ -283,12 +313,17 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   // Bumped after each publish: a reactor's hold older than this is renewed at its next call.
   std::atomic<std::uint64_t> generation_{1};
   std::shared_ptr<reactor_views> reactor_views_;  // shared with the resets publish() posts
-  std::atomic<std::size_t> next_{0};  // round robin's turn for callers on no client reactor
+  // Round robin's turn: one counter for every caller, so a caller's calls go round exactly
+  // even when it resumes on different reactors.
+  std::atomic<std::size_t> next_{0};
   // Endpoints with ejections (counted on each change between none and some, under their
   // mutex): while 0, a pick skips looking for probes to start.
   std::atomic<std::size_t> ejected_{0};
   std::mutex wrr_mutex_;  // weighted_round_robin's smooth weights
   std::atomic<std::uint64_t> rejected_over_limit_{0}, empty_updates_held_{0};
+  // The retry budget's tokens, in thousandths; starts full.
+  std::atomic<std::int64_t> retry_tokens_;
+  std::atomic<std::uint64_t> retries_{0}, retries_throttled_{0};
   // Under mutex_: the addresses the last update listed past max_endpoints (no more than the
   // source holds: twice max_endpoints at most).
   std::unordered_set<std::string> over_limit_;
