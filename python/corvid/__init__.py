@@ -7,11 +7,13 @@
         assert await client.call(add, 1, 2) == 3
 """
 
-from ._client import Client, Reply, StreamCall, connect, parse_endpoint
+from ._client import Client, connect, parse_endpoint
 from ._codec import Codec, DecodeError, canonical, codec_for, decode, encode
+from ._connection import Reply
 from ._errors import ErrorCode, RpcError
 from ._frame import fingerprint, fnv1a32
 from ._remote import Remote, remote
+from ._stream import StreamCall
 from ._trace import TraceContext, current_trace, trace_scope
 from ._types import (
     Alt,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 
+from ._codec import Buffer, DecodeError, get_varint
+
 
 class ErrorCode(enum.IntEnum):
     """`rpc_errc`: the values are fixed forever. A status the server sends that is not listed
@@ -38,3 +40,14 @@ class RpcError(Exception):
         super().__init__(f"{name}: {message}" if message else name)
         self.code = code
         self.message = message
+
+
+def reply_error(status: int, body: Buffer) -> RpcError:
+    """An error response as an RpcError: its body is a codec string, read leniently (it is for
+    people)."""
+    try:
+        n, pos = get_varint(body, 0, len(body))
+        message = bytes(body[pos : pos + n]).decode("utf-8", "replace")
+    except DecodeError:
+        message = bytes(body).decode("utf-8", "replace")
+    return RpcError(status, message)

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import _frame as fr
+from ._frame import HEADER_SIZE, FrameHeader, parse_header
 
 READ_SIZE = 256 * 1024
 
-# (type, flags, status, request id, function id, timeout field, body, attachment, owned):
-# `owned` views stay valid after the call; the others are of the shared read buffer. Returns
-# False when the connection has ended (nothing more is delivered).
-Deliver = Callable[[int, int, int, int, int, int, memoryview, memoryview, bool], bool]
-
-
-class FrameError(Exception):
-    """The byte stream is not corvid frames: the connection cannot go on."""
+# (header, body, attachment, owned): `owned` views stay valid after the call; the others are
+# of the shared read buffer. Returns False when the connection has ended (nothing more is
+# delivered).
+Deliver = Callable[[FrameHeader, memoryview, memoryview, bool], bool]
 
 
 class Incoming:
@@ -32,7 +28,7 @@ class Incoming:
         # One frame larger than the read buffer: its payload, how much has arrived, its header.
         self.big: memoryview | None = None
         self.big_have = 0
-        self.big_head: tuple[int, int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0, 0)
+        self.big_head: FrameHeader | None = None
 
     def get_buffer(self) -> memoryview:
         if self.big is not None:
@@ -45,9 +41,11 @@ class Incoming:
         if big is not None:
             self.big_have += n
             if self.big_have == len(big):
-                self.big = None
-                typ, flags, status, rid, fid, tmo, blen = self.big_head
-                deliver(typ, flags, status, rid, fid, tmo, big[:blen], big[blen:], True)
+                head = self.big_head
+                assert head is not None
+                self.big = self.big_head = None
+                blen = head.body_length
+                deliver(head, big[:blen], big[blen:], True)
             return
         self.end += n
         self._parse(deliver)
@@ -55,37 +53,22 @@ class Incoming:
     def _parse(self, deliver: Deliver) -> None:
         buf, view, end = self.buf, self.view, self.end
         pos = 0
-        unpack = fr.unpack_header
-        max_frame = self.max_frame
-        while end - pos >= 32:
-            magic, ver, typ, flags, status, _sig, rid, fid, blen, alen, tmo = unpack(buf, pos)
-            if magic != b"CV":
-                raise FrameError("bad magic (not a corvid stream)")
-            if ver != fr.base_version and ver != fr.current_version:
-                raise FrameError(
-                    "unsupported protocol version (this build speaks corvid protocol "
-                    f"versions {fr.base_version} and {fr.current_version})"
-                )
-            if not 1 <= typ <= 9:
-                raise FrameError(f"bad frame type {typ}")
-            total = blen + alen
-            if total > max_frame:
-                raise FrameError(f"frame of {total} bytes exceeds the client limit of {max_frame}")
-            stop = pos + 32 + total
+        parse, max_frame = parse_header, self.max_frame
+        while end - pos >= HEADER_SIZE:
+            head = parse(buf, pos, max_frame)
+            b = pos + HEADER_SIZE
+            blen = head.body_length
+            stop = b + blen + head.attachment_length
             if stop > end:
-                if 32 + total > len(buf):
+                if stop - pos > len(buf):
                     # Read the rest straight into a buffer of the frame's own.
-                    have = end - pos - 32
-                    big = memoryview(bytearray(total))
-                    big[:have] = view[pos + 32 : end]
-                    self.big, self.big_have = big, have
-                    self.big_head = (typ, flags, status, rid, fid, tmo, blen)
+                    big = memoryview(bytearray(stop - b))
+                    big[: end - b] = view[b:end]
+                    self.big, self.big_have, self.big_head = big, end - b, head
                     self.end = 0
                     return
                 break
-            b = pos + 32
-            if not deliver(typ, flags, status, rid, fid, tmo, view[b : b + blen],
-                           view[b + blen : stop], False):
+            if not deliver(head, view[b : b + blen], view[b + blen : stop], False):
                 return
             pos = stop
         if pos == end:

@@ -23,11 +23,12 @@ import sys
 import threading
 from typing import Any
 
-from ._client import Client, StreamCall, connect, parse_endpoint
+from ._client import Client, connect, parse_endpoint
 from ._errors import ErrorCode, RpcError
 from ._json_args import ArgError, from_json, parse_json, to_json
 from ._remote import remote
 from ._schema import Method, Schema, Type
+from ._stream import StreamCall
 from .stubgen import SchemaError, read_json
 from ._version import __version__
 

@@ -6,39 +6,57 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
-from typing import Any
 
-from corvid._frame import RESPONSE, header
+from corvid._frame import (
+    HEADER_SIZE,
+    FrameHeader,
+    make_item,
+    make_response,
+    parse_header,
+    version_for,
+)
 
 
 @dataclasses.dataclass
 class Frame:
-    head: bytes
+    head: FrameHeader
     payload: bytes  # body then attachment
 
     @property
     def version(self) -> int:
-        return self.head[2]
+        return self.head.version
 
     @property
     def type(self) -> int:
-        return self.head[3]
+        return self.head.type
 
     @property
     def flags(self) -> int:
-        return self.head[4]
+        return self.head.flags
 
     @property
     def rid(self) -> int:
-        return int.from_bytes(self.head[8:16], "little")
+        return self.head.request_id
 
     @property
     def body(self) -> bytes:
-        return self.payload[: int.from_bytes(self.head[20:24], "little")]
+        return self.payload[: self.head.body_length]
 
 
-def reply(rid: int, body: bytes, **fields: Any) -> bytes:
-    return header(RESPONSE, rid, body_len=len(body), **fields) + body
+def reply(rid: int, body: bytes) -> bytes:
+    return make_response(rid, len(body)) + body
+
+
+def item(stream: int, body: bytes) -> bytes:
+    frame = bytearray(HEADER_SIZE) + body
+    make_item(frame, stream, len(body))
+    return bytes(frame)
+
+
+def flagged(frame: bytes, flags: int) -> bytes:
+    """`frame` with these flags, in the version they are sent with: the builders set none
+    (but a request's trace bit), and a test needs the frames a receiver refuses."""
+    return frame[:2] + bytes((version_for(flags), frame[3], flags)) + frame[5:]
 
 
 class FakeServer:
@@ -80,9 +98,9 @@ class FakeServer:
 
     async def frame(self) -> Frame:
         r = await self.reader()
-        head = await r.readexactly(32)
-        n = int.from_bytes(head[20:24], "little") + int.from_bytes(head[24:28], "little")
-        return Frame(head, await r.readexactly(n))
+        # Whatever the client sends is taken: its own limit is what a test checks.
+        head = parse_header(await r.readexactly(HEADER_SIZE), max_payload=1 << 33)
+        return Frame(head, await r.readexactly(head.payload_size))
 
     async def send(self, data: bytes) -> None:
         w = await self.writer()

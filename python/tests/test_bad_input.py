@@ -11,8 +11,16 @@ import pytest
 
 import corvid
 from corvid import ErrorCode, i32
-from corvid._frame import RESPONSE, header
+from corvid._frame import (
+    HEADER_SIZE,
+    make_error,
+    make_ping,
+    make_rdma_setup,
+    make_request,
+    make_response,
+)
 from conftest import SLOWDOWN, Server, run
+from fake_server import item, reply
 import peer
 
 
@@ -53,10 +61,6 @@ async def with_fake_server(script: Script, **config: Any) -> corvid.RpcError:
         srv.close()
 
 
-def reply(rid: int, body: bytes, status: int = 0, **fields: Any) -> bytes:
-    return header(RESPONSE, rid, status=status, body_len=len(body), **fields) + body
-
-
 def check(script: Script, code: ErrorCode, words: str, **config: Any) -> None:
     err = run(with_fake_server(script, **config))
     assert err.code == code, err
@@ -88,11 +92,25 @@ def test_bad_type() -> None:
     check(s, ErrorCode.PROTOCOL_ERROR, "bad frame type")
 
 
+def test_frames_only_a_client_sends_are_refused() -> None:
+    async def rdma_setup(r: Any, w: asyncio.StreamWriter, rid: int) -> None:
+        w.write(make_rdma_setup(0))
+
+    check(rdma_setup, ErrorCode.PROTOCOL_ERROR, "unexpected frame type 6 from the server")
+
+    async def request(r: Any, w: asyncio.StreamWriter, rid: int) -> None:
+        head = bytearray(HEADER_SIZE)
+        make_request(head, rid, function_id=1, signature=1, body_length=0)
+        w.write(head)
+
+    check(request, ErrorCode.PROTOCOL_ERROR, "unexpected frame type 1 from the server")
+
+
 def test_oversized_reply_refused_from_its_header() -> None:
     # The header claims 4 GiB - 2; no payload follows. We must fail at once, not wait or
     # allocate.
     async def s(r: Any, w: asyncio.StreamWriter, rid: int) -> None:
-        w.write(header(RESPONSE, rid, body_len=0xFFFFFFFF, attachment_len=0xFFFFFFFF))
+        w.write(make_response(rid, 0xFFFFFFFF, 0xFFFFFFFF))
 
     check(s, ErrorCode.PROTOCOL_ERROR, "exceeds the client limit")
     check(s, ErrorCode.PROTOCOL_ERROR, "of 1024", max_frame_size=1024)
@@ -120,7 +138,7 @@ def test_undecodable_body() -> None:
 
 def test_connection_level_error_fails_every_call() -> None:
     async def s(r: Any, w: asyncio.StreamWriter, rid: int) -> None:
-        w.write(reply(0, b"\x05going", status=int(ErrorCode.SERVER_BUSY)))
+        w.write(make_error(0, ErrorCode.SERVER_BUSY, 6) + b"\x05going")
 
     check(s, ErrorCode.SERVER_BUSY, "going")
 
@@ -206,8 +224,8 @@ def test_stream_items_past_the_credit_end_the_stream() -> None:
             rid = int.from_bytes(head[8:16], "little")
             body = corvid.encode(str, "i" * 65536)
             for _ in range(8):
-                w.write(header(7, rid, body_len=len(body)) + body)
-            w.write(header(4, 77))
+                w.write(item(rid, body))
+            w.write(make_ping(77))
             while True:
                 frame = await r.readexactly(32)
                 if frame[3] == 3 and int.from_bytes(frame[8:16], "little") == rid:

@@ -260,8 +260,8 @@ def test_reflection_request() -> None:
     }  # fmt: skip
 
     def answer(f: Any) -> bytes:
-        assert int.from_bytes(f.head[16:20], "little") == fnv1a32(REFLECTION)
-        assert int.from_bytes(f.head[6:8], "little") == fingerprint("()->bytes")
+        assert f.head.function_id == fnv1a32(REFLECTION)
+        assert f.head.signature == fingerprint("()->bytes")
         assert f.body == b""
         return corvid.encode(str, json.dumps(schema))
 

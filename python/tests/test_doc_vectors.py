@@ -17,7 +17,18 @@ import pytest
 import corvid
 from corvid import Fixed, Monostate, i8, i32, i64, u8, u16, u32
 from conftest import ROOT, run
-from corvid._frame import REQUEST, RESPONSE, header
+from corvid._frame import (
+    HEADER_SIZE,
+    make_credit,
+    make_error,
+    make_ping,
+    make_pong,
+    make_request,
+    make_response,
+    make_stream_end,
+    parse_header,
+)
+from fake_server import item
 
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()
 CODEC = (ROOT / "docs" / "codec.md").read_text()
@@ -322,6 +333,25 @@ def broken_echo() -> str: ...
 def chat(messages: corvid.Stream[str]) -> corvid.Stream[str]: ...
 
 
+def test_protocol_frames_as_the_builders_write_and_the_parser_reads_them() -> None:
+    blocks = protocol_blocks()
+    stream = 0x0000000100000007
+    assert make_ping(0) == blocks["ping_frame"]
+    assert make_pong(0, reactors=2) == blocks["pong_frame"]
+    assert parse_header(blocks["pong_frame"]).reactors == 2
+    assert make_credit(stream, 65536) == blocks["stream_credit_frame"]
+    assert parse_header(blocks["stream_credit_frame"]).credit == 65536
+    assert item(stream, corvid.encode(str, "re: a")) == blocks["stream_item_frame"]
+    assert make_stream_end(stream) == blocks["stream_end_frame"]
+    error = blocks["protocol_error_response"]
+    body_length = len(error) - HEADER_SIZE
+    assert make_error(0, corvid.ErrorCode.PROTOCOL_ERROR, body_length) == error[:HEADER_SIZE]
+    request = blocks["echo_request"]
+    echo = parse_header(request)
+    assert echo.function_id == corvid.fnv1a32("echo") and echo.timeout_ms == 0
+    assert request_header(echo.request_id, echo.body_length, echo.signature) == request[:32]
+
+
 def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
     blocks = protocol_blocks()
     used: set[str] = set()
@@ -351,24 +381,23 @@ def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
             await exchange(None, "bad_request_response")
             await exchange(None, "too_large_response")
             # The client refuses to send such a request; its header, built by the same code:
-            big = header(REQUEST, 0x0000000100000006, function_id=corvid.fnv1a32("echo"),
-                         body_len=(64 << 20) + 1)
-            assert big == block("too_large_request")
+            too_large = request_header(0x0000000100000006, body_length=(64 << 20) + 1)
+            assert too_large == block("too_large_request")
             # The stream: we grant 64 KiB, the client writes "a", we answer "re: a".
             await frame()  # chat's request
             w.write(block("stream_credit_frame"))
-            item = await frame()
-            assert item[32:] == b"\x01a"
+            written = await frame()
+            assert written[32:] == b"\x01a"
             w.write(block("stream_item_frame"))
             assert await frame() == block("stream_end_frame")
-            w.write(header_only_response(0x0000000100000007))
+            w.write(make_response(0x0000000100000007))
             await exchange("traced_echo_request", "traced_echo_response")
             # The client has no way to set an unknown flag: its plain echo("hello") is the
             # doc's request but for the version and flags bytes, and the header with those
             # flags, built by the same code, is the doc's.
             want = block("unknown_flag_request")
-            assert header(REQUEST, 0x0000000100000009, flags=0x12, signature=0xC3F0,
-                          function_id=corvid.fnv1a32("echo"), body_len=6) == want[:32]
+            assert request_header(0x0000000100000009, flags=0x12, signature=0xC3F0,
+                                  body_length=6) == want[:32]
             got = await frame()
             assert got[:2] + b"\x03" + got[3:4] + b"\x12" + got[5:] == want
             w.write(block("unknown_flag_response"))
@@ -405,7 +434,7 @@ def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
         assert (e.value.code, e.value.message) == (
             4, "unknown must-understand flag bit 0x02 (flags 0x12)")
         c.heartbeat_interval = 0.01  # now ping, as a heartbeat does after silence
-        c._conn._schedule_heartbeat()  # type: ignore[union-attr]
+        c._conn.heartbeat.schedule()  # type: ignore[union-attr]
         err = await c.wait_closed()
         assert err is not None
         assert (err.code, err.message) == (9, "bad magic (not a corvid stream)")
@@ -415,5 +444,9 @@ def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
     assert used == set(blocks), f"blocks of docs/protocol.md not checked: {set(blocks) - used}"
 
 
-def header_only_response(rid: int) -> bytes:
-    return header(RESPONSE, rid)
+def request_header(rid: int, body_length: int, signature: int = 0, flags: int = 0) -> bytes:
+    """An echo request's header, as the client builds it."""
+    head = bytearray(HEADER_SIZE)
+    make_request(head, rid, function_id=corvid.fnv1a32("echo"), signature=signature,
+                 body_length=body_length, flags=flags)
+    return bytes(head)

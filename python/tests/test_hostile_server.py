@@ -14,7 +14,7 @@ import pytest
 
 import corvid
 from corvid import ErrorCode, u32
-from corvid._frame import DEFAULT_MAX_FRAME_SIZE, PING, PONG, REQUEST, header
+from corvid._frame import DEFAULT_MAX_FRAME_SIZE, PING, REQUEST, make_ping, make_pong
 from conftest import SLOWDOWN, run
 from fake_server import FakeServer, reply
 
@@ -38,7 +38,7 @@ async def watch_bounded(c: corvid.Client, bound: int) -> None:
 
 
 async def flood_pings(w: asyncio.StreamWriter) -> None:
-    burst = header(PING, 7) * 2048
+    burst = make_ping(7) * 2048
     try:
         while True:
             w.write(burst)
@@ -132,7 +132,7 @@ def test_a_slow_server_that_reads_is_not_closed() -> None:
             while True:  # the pings sent meanwhile, then the second call
                 f = await srv.frame()
                 if f.type == PING:
-                    await srv.send(header(PONG, f.rid))
+                    await srv.send(make_pong(f.rid))
                 elif f.type == REQUEST:
                     await srv.send(reply(f.rid, (len(f.body) - 1).to_bytes(4, "little")))
                     break

@@ -11,9 +11,9 @@ import pytest
 
 import corvid
 from corvid import ErrorCode, i32
-from corvid._frame import CANCEL, PING, PONG, REQUEST, STREAM_CREDIT, STREAM_ITEM, header
+from corvid._frame import CANCEL, PONG, REQUEST, make_credit, make_ping, make_pong
 from conftest import run
-from fake_server import FakeServer, reply
+from fake_server import FakeServer, flagged, item, reply
 
 
 @corvid.remote
@@ -39,14 +39,14 @@ def test_a_response_with_an_unknown_bit_fails_its_call_only() -> None:
             await srv.send(
                 # version 3, as a must-understand bit says (0x01, trace, is known on requests
                 # only: on a response it is unknown too)
-                reply(rids[0], i32_body(1), flags=0x06)
+                flagged(reply(rids[0], i32_body(1)), 0x06)
                 + reply(rids[1], i32_body(2))
                 # version 2 with a bit that version 2 said to send as 0: refused the same way
-                + versioned(reply(rids[2], i32_body(3), flags=0x0C), 2)
+                + versioned(flagged(reply(rids[2], i32_body(3)), 0x0C), 2)
                 # optional bits are ignored, in either version
-                + reply(rids[3], i32_body(4), flags=0xF0)
-                + versioned(reply(rids[4], i32_body(5), flags=0xA0), 3)
-                + reply(rids[5], i32_body(6), flags=0x01)
+                + flagged(reply(rids[3], i32_body(4)), 0xF0)
+                + versioned(flagged(reply(rids[4], i32_body(5)), 0xA0), 3)
+                + flagged(reply(rids[5], i32_body(6)), 0x01)
             )
             results = await asyncio.gather(*calls, return_exceptions=True)
             assert results[1] == 2 and results[3] == 4 and results[4] == 5
@@ -80,9 +80,8 @@ def test_a_stream_frame_with_an_unknown_bit_fails_its_stream_only() -> None:
             reader = asyncio.ensure_future(read_stream())
             request = await srv.frame()
             assert request.type == REQUEST
-            item = header(STREAM_ITEM, request.rid, body_len=4) + i32_body(1)
-            await srv.send(item + header(STREAM_ITEM, request.rid, flags=0x08, body_len=4)
-                           + i32_body(2))
+            await srv.send(item(request.rid, i32_body(1))
+                           + flagged(item(request.rid, i32_body(2)), 0x08))
             with pytest.raises(corvid.RpcError) as e:
                 await reader
             assert (e.value.code, e.value.message) == (
@@ -95,7 +94,7 @@ def test_a_stream_frame_with_an_unknown_bit_fails_its_stream_only() -> None:
             up = c.open_stream(count_to, 1)
             f = await srv.frame()
             await srv.frame()  # the open stream's request
-            await srv.send(header(STREAM_CREDIT, up.request_id, flags=0x01, timeout_ms=100))
+            await srv.send(flagged(make_credit(up.request_id, 100), 0x01))
             with pytest.raises(corvid.RpcError) as e:
                 await up.__anext__()
             assert e.value.message == "unknown must-understand flag bit 0x01 (flags 0x01)"
@@ -111,7 +110,7 @@ def test_a_ping_with_an_unknown_bit_is_not_answered() -> None:
     async def main() -> None:
         async with FakeServer() as srv:
             c = await corvid.connect(srv.endpoint, heartbeat_interval=None)
-            await srv.send(header(PING, 5, flags=0x04) + header(PING, 6, flags=0x10))
+            await srv.send(flagged(make_ping(5), 0x04) + flagged(make_ping(6), 0x10))
             pong = await srv.frame()
             assert (pong.type, pong.rid, pong.version) == (PONG, 6, 2)
             await c.close()
@@ -126,7 +125,7 @@ def test_a_pong_with_an_unknown_bit_fails_connect() -> None:
                 corvid.connect(srv.endpoint, ask_server_reactors=True)
             )
             ping = await srv.frame()
-            await srv.send(header(PONG, ping.rid, flags=0x02, function_id=4))
+            await srv.send(flagged(make_pong(ping.rid, 4), 0x02))
             with pytest.raises(corvid.RpcError) as e:
                 await connecting
             assert (e.value.code, e.value.message) == (
