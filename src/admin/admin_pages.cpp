@@ -1,8 +1,10 @@
 #include "admin_pages.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 #include "../metrics/prometheus_text.hpp"
+#include <nlohmann/json.hpp>
 
 namespace corvid::admin {
 namespace {
@@ -54,24 +56,6 @@ std::string html_escape(std::string_view v) {
         break;
       default:
         out += c;
-    }
-  }
-  return out;
-}
-
-std::string json_escape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += c;
     }
   }
   return out;
@@ -171,21 +155,22 @@ std::string connections_text(const metrics::server_snapshot& s) {
   return out;
 }
 
+// Built with nlohmann::json so that every string is escaped, whatever bytes a peer's name
+// holds; ordered_json keeps the keys in the order written here.
 std::string connections_json(const metrics::server_snapshot& s) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < s.connections.size(); ++i) {
-    const auto& c = s.connections[i];
-    if (i != 0) out += ",";
-    out += "\n  {\"peer\": \"" + json_escape(c.peer) + "\", \"transport\": \"" +
-           std::string(metrics::to_string(c.transport)) +
-           "\", \"bytes_received\": " + std::to_string(c.bytes_received) +
-           ", \"bytes_sent\": " + std::to_string(c.bytes_sent) +
-           ", \"calls\": " + std::to_string(c.calls) +
-           ", \"calls_in_flight\": " + std::to_string(c.calls_in_flight) +
-           ", \"age_seconds\": " + format("%.3f", c.age_seconds) + "}";
+  auto list = nlohmann::ordered_json::array();
+  for (const auto& c : s.connections) {
+    list.push_back({{"peer", c.peer},
+                    {"transport", metrics::to_string(c.transport)},
+                    {"bytes_received", c.bytes_received},
+                    {"bytes_sent", c.bytes_sent},
+                    {"calls", c.calls},
+                    {"calls_in_flight", c.calls_in_flight},
+                    // Milliseconds are enough; more digits are noise.
+                    {"age_seconds", std::round(c.age_seconds * 1000) / 1000}});
   }
-  out += "\n]\n";
-  return out;
+  // Bytes that are not UTF-8 become U+FFFD instead of an exception.
+  return list.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string status_page(const metrics::server_snapshot& s, const server_config& config) {

@@ -5,16 +5,14 @@
 // any number of descriptors. At most lb_config::max_endpoints addresses are used.
 #include <algorithm>
 #include <ares.h>
-#include <atomic>
 #include <charconv>
-#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <poll.h>
-#include <thread>
 
 #include "endpoint_source.hpp"
 #include "rejection_log.hpp"
+#include "stoppable_worker.hpp"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -154,36 +152,18 @@ class dns_source final : public endpoint_source {
     if (!first) return std::move(first).error();
     held_ = to_endpoints(*first, port_, config_, held_, log_);
     cb_(held_);
-    thread_ = std::thread([this] { run(); });
+    worker_.start([this](std::stop_token stop) { run(stop); });
     return {};
   }
-  ~dns_source() override {
-    {
-      std::lock_guard lk(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  void refresh_soon() override {
-    {
-      std::lock_guard lk(mutex_);
-      refresh_ = true;
-    }
-    cv_.notify_all();
-  }
+  // A refresh asked for while a lookup runs is kept: the next lookup follows the gap.
+  void refresh_soon() override { worker_.wake(); }
 
  private:
-  void run() {
+  void run(const std::stop_token& stop) {
     // After a failure-triggered lookup, the next one waits at least this long: a dead
     // endpoint fails many calls, not each worth a query.
     const std::chrono::milliseconds min_gap(500);
-    std::unique_lock lk(mutex_);
-    for (;;) {
-      cv_.wait_for(lk, interval_, [&] { return stop_ || refresh_; });
-      if (stop_) return;
-      refresh_ = false;
-      lk.unlock();
+    while (worker_.wait_for_wake(stop, interval_)) {
       try {
         if (auto r = resolve(host_, server_)) {
           held_ = to_endpoints(*r, port_, config_, held_, log_);
@@ -193,9 +173,7 @@ class dns_source final : public endpoint_source {
         // Out of memory: this lookup is skipped; the thread never ends the process.
         std::fprintf(stderr, "corvid: discovery dns://%s: %s\n", host_.c_str(), e.what());
       }
-      lk.lock();
-      cv_.wait_for(lk, min_gap, [&] { return stop_; });
-      if (stop_) return;
+      if (!worker_.sleep_for(stop, min_gap)) return;
     }
   }
 
@@ -205,11 +183,7 @@ class dns_source final : public endpoint_source {
   rejection_log log_;
   endpoints_callback cb_;
   std::vector<lb_endpoint> held_;  // handed over last
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool refresh_ = false;
-  std::thread thread_;
+  stoppable_worker worker_;        // last: its thread goes before what it uses
 };
 
 }  // namespace

@@ -49,8 +49,8 @@ struct etcd_client::curl_state {
 };
 
 etcd_client::etcd_client(std::string endpoint, std::chrono::milliseconds timeout,
-                         const std::atomic<bool>* stop)
-    : endpoint_(std::move(endpoint)), timeout_(timeout), stop_(stop) {
+                         std::stop_token stop)
+    : endpoint_(std::move(endpoint)), timeout_(timeout), stop_(std::move(stop)) {
   std::call_once(curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   curl_ = std::make_unique<curl_state>();
   curl_->handle = curl_easy_init();
@@ -63,7 +63,7 @@ namespace {
 struct transfer {
   std::string body;
   std::function<bool(std::string&)> on_data;  // streaming: consumes complete messages
-  const std::atomic<bool>* stop = nullptr;
+  std::stop_token stop;
   bool over_cap = false;  // the answer (a message, when streaming) passed etcd_answer_cap
 };
 
@@ -82,7 +82,7 @@ std::size_t on_write(char* data, std::size_t size, std::size_t n, void* user) {
 
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<transfer*>(user);
-  return t->stop != nullptr && t->stop->load(std::memory_order_relaxed) ? 1 : 0;
+  return t->stop.stop_requested() ? 1 : 0;
 }
 
 // One POST of `body` to the gateway; streaming when t.on_data is set (no total timeout).
@@ -119,7 +119,7 @@ constexpr std::string_view over_cap_message = "an answer over the cap";
 
 expected<json, rpc_error> call(CURL* h, const std::string& endpoint, const char* path,
                                const json& request, std::chrono::milliseconds timeout,
-                               const std::atomic<bool>* stop) {
+                               const std::stop_token& stop) {
   if (h == nullptr) return unexpected(rpc_error(rpc_errc::connect_failed, "curl_easy_init failed"));
   transfer t;
   t.stop = stop;
@@ -300,7 +300,7 @@ watch_end etcd_client::watch_prefix(
   long status = 0;
   perform(curl_->handle, "http://" + endpoint_ + "/v3/watch", req.dump(), t, timeout_, true,
           status);
-  if (stop_ != nullptr && stop_->load()) return watch_end::stopped;
+  if (stop_.stop_requested()) return watch_end::stopped;
   if (compacted) return watch_end::compacted;
   return resync || t.over_cap ? watch_end::resync : watch_end::broken;
 }

@@ -3,12 +3,12 @@
 // https://etcd.io/docs/v3.4/dev-guide/api_grpc_gateway/), spoken by libcurl with nlohmann::json:
 // leases, puts, deletes, ranges and a watch read as a streaming response. Blocking; one client per
 // thread (a curl handle is not shareable).
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,7 +38,7 @@ struct etcd_event {
 
 // How a watch ended.
 enum class watch_end {
-  stopped,    // the stop flag was raised
+  stopped,    // the client's stop token was stopped
   broken,     // the stream or connection broke (etcd restarted, unreachable): resume it
   compacted,  // the start revision was compacted away: range again
   // A message over the watch's cap (resuming would meet it again), or the watcher asked to
@@ -53,9 +53,9 @@ inline constexpr std::int64_t range_page_keys = 64;
 
 class etcd_client {
  public:
-  // endpoint: "host:port". `stop`, when set, aborts a request in progress once raised.
-  etcd_client(std::string endpoint, std::chrono::milliseconds timeout,
-              const std::atomic<bool>* stop = nullptr);
+  // endpoint: "host:port". A request in progress is aborted once `stop` is stopped (the
+  // calling thread's, e.g. stoppable_worker's).
+  etcd_client(std::string endpoint, std::chrono::milliseconds timeout, std::stop_token stop = {});
   ~etcd_client();
   etcd_client(const etcd_client&) = delete;
   etcd_client& operator=(const etcd_client&) = delete;
@@ -91,7 +91,7 @@ class etcd_client {
   struct curl_state;
   std::string endpoint_;
   std::chrono::milliseconds timeout_;
-  const std::atomic<bool>* stop_;
+  std::stop_token stop_;
   std::unique_ptr<curl_state> curl_;
 };
 

@@ -8,16 +8,14 @@
 // source. The source holds at most 2 * lb_config::max_endpoints keys (the balancer applies
 // the exact cap); keys past it are rejected as over_limit until a deletion makes room, when
 // the prefix is read again.
-#include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
-#include <thread>
 
 #include "endpoint_source.hpp"
 #include "etcd_client.hpp"
 #include "etcd_decode.hpp"
 #include "rejection_log.hpp"
+#include "stoppable_worker.hpp"
 
 namespace corvid::discovery {
 namespace {
@@ -32,20 +30,12 @@ class etcd_source final : public endpoint_source {
         max_keys_(std::max<std::size_t>(config.max_endpoints, 1) * 2),
         log_(config, "etcd://" + url_.endpoint + url_.prefix),
         cb_(std::move(cb)) {}
-  ~etcd_source() override {
-    {
-      std::lock_guard lk(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
 
   // The first read, on the opener's thread: its error is open()'s.
   rpc_error open() {
     etcd_client etcd(url_.endpoint, std::chrono::milliseconds(2000));
     if (auto e = read_all(etcd)) return e;
-    thread_ = std::thread([this] { run(); });
+    worker_.start([this](std::stop_token stop) { run(stop); });
     return {};
   }
 
@@ -119,11 +109,6 @@ class etcd_source final : public endpoint_source {
     for (const auto& [key, e] : keys_) list.push_back(e);
     cb_(std::move(list));
   }
-  bool wait(std::chrono::milliseconds d) {
-    std::unique_lock lk(mutex_);
-    return !cv_.wait_for(lk, d, [&] { return stop_.load(); });
-  }
-
   // False: read the prefix again (a deletion made room for keys turned away as over_limit).
   bool on_events(const std::vector<etcd_event>& events, std::int64_t revision) {
     bool room = false;
@@ -156,32 +141,33 @@ class etcd_source final : public endpoint_source {
 
   // Whatever goes wrong (out of memory), the source's thread never ends the process: it
   // writes why, waits, and reads the prefix again.
-  void run() {
+  void run(const std::stop_token& stop) {
     bool need_range = false;
-    while (!stop_) {
+    while (!stop.stop_requested()) {
       try {
-        follow(need_range);
+        follow(stop, need_range);
         return;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "corvid: discovery etcd://%s%s: %s; reading the prefix again\n",
                      url_.endpoint.c_str(), url_.prefix.c_str(), e.what());
       }
       need_range = true;
-      if (!wait(std::chrono::milliseconds(2000))) return;
+      if (!worker_.sleep_for(stop, std::chrono::milliseconds(2000))) return;
     }
   }
 
-  void follow(bool need_range) {
-    etcd_client etcd(url_.endpoint, std::chrono::milliseconds(2000), &stop_);
+  void follow(const std::stop_token& stop, bool need_range) {
+    // The stop token also aborts the request in progress, the watch above all.
+    etcd_client etcd(url_.endpoint, std::chrono::milliseconds(2000), stop);
     const std::chrono::milliseconds initial(100), max_backoff(2000);
     // Between two reads the watch asked for: a registry churning at the bound costs a read
     // a second at most.
     const std::chrono::milliseconds resync_gap(1000);
     auto backoff = initial;
-    while (!stop_) {
+    while (!stop.stop_requested()) {
       if (need_range) {
         if (read_all(etcd)) {
-          if (!wait(backoff)) break;
+          if (!worker_.sleep_for(stop, backoff)) break;
           backoff = std::min(backoff * 2, max_backoff);
           continue;
         }
@@ -200,11 +186,11 @@ class etcd_source final : public endpoint_source {
       }
       if (end == watch_end::resync) {
         need_range = true;
-        if (!wait(resync_gap)) break;
+        if (!worker_.sleep_for(stop, resync_gap)) break;
         continue;
       }
       // Broken (etcd restarted, or out of reach): resume from the last revision seen.
-      if (!wait(backoff)) break;
+      if (!worker_.sleep_for(stop, backoff)) break;
       backoff = std::min(backoff * 2, max_backoff);
     }
   }
@@ -218,10 +204,7 @@ class etcd_source final : public endpoint_source {
   std::map<std::string, lb_endpoint> keys_;
   bool full_ = false;  // keys were turned away as over_limit since the last read
   std::int64_t revision_ = 0;
-  std::atomic<bool> stop_{false};
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::thread thread_;
+  stoppable_worker worker_;  // last: its thread goes before what it uses
 };
 
 }  // namespace

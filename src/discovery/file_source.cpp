@@ -2,14 +2,12 @@
 // The file is outside input: at most 16 MiB is read, a line that is not an address is
 // rejected (counted, written once) and the others are used, and at most 2 *
 // lb_config::max_endpoints are handed over, those handed over before first.
-#include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
-#include <thread>
 
 #include "endpoint_source.hpp"
 #include "rejection_log.hpp"
+#include "stoppable_worker.hpp"
 #include <sys/stat.h>
 
 namespace corvid::discovery {
@@ -77,16 +75,8 @@ class file_source final : public endpoint_source {
     if (!list) return std::move(list).error();
     held_ = *list;
     cb_(std::move(*list));
-    thread_ = std::thread([this] { run(); });
+    worker_.start_polling(config_.file_poll_interval, [this] { poll(); });
     return {};
-  }
-  ~file_source() override {
-    {
-      std::lock_guard lk(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
   }
 
  private:
@@ -95,20 +85,17 @@ class file_source final : public endpoint_source {
   // the last endpoints.
   // Whatever goes wrong (out of memory), the thread never ends the process: that read is
   // skipped, and the next change is read.
-  void run() {
-    std::unique_lock lk(mutex_);
-    while (!cv_.wait_for(lk, config_.file_poll_interval, [&] { return stop_; })) {
-      file_id now;
-      if (!stat_file(path_, now) || now == seen_) continue;
-      seen_ = now;
-      try {
-        auto list = read_endpoints(path_, config_, held_, log_);
-        if (!list) continue;
-        held_ = *list;
-        cb_(std::move(*list));
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "corvid: discovery file://%s: %s\n", path_.c_str(), e.what());
-      }
+  void poll() {
+    file_id now;
+    if (!stat_file(path_, now) || now == seen_) return;
+    seen_ = now;
+    try {
+      auto list = read_endpoints(path_, config_, held_, log_);
+      if (!list) return;
+      held_ = *list;
+      cb_(std::move(*list));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "corvid: discovery file://%s: %s\n", path_.c_str(), e.what());
     }
   }
 
@@ -118,10 +105,7 @@ class file_source final : public endpoint_source {
   endpoints_callback cb_;
   file_id seen_;
   std::vector<lb_endpoint> held_;  // what was handed over last
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  stoppable_worker worker_;        // last: its thread goes before what it uses
 };
 
 }  // namespace

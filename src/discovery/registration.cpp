@@ -47,7 +47,7 @@ expected<std::unique_ptr<registration>, rpc_error> registration::start(registrat
     return unexpected(rpc_error(rpc_errc::invalid_argument, "registry_ttl must be at least 1 s"));
   }
   std::unique_ptr<registration> r(new registration(std::move(config), std::move(*url)));
-  r->thread_ = std::thread([p = r.get()] { p->run(); });
+  r->worker_.start([p = r.get()](std::stop_token stop) { p->run(stop); });
   return r;
 }
 
@@ -85,27 +85,22 @@ void registration::set_state(registry_state s, std::string error) {
   }
 }
 
-bool registration::wait(std::chrono::milliseconds d) {
-  std::unique_lock lk(mutex_);
-  cv_.wait_for(lk, d, [&] { return stop_.load(); });
-  return !stop_.load();
-}
-
-void registration::run() {
-  etcd_client etcd(url_.endpoint, std::chrono::milliseconds(2000), &stop_);
+void registration::run(const std::stop_token& stop) {
+  // The stop token also aborts the request in progress.
+  etcd_client etcd(url_.endpoint, std::chrono::milliseconds(2000), stop);
   const std::chrono::milliseconds initial_backoff(100), max_backoff(5000);
   auto backoff = initial_backoff;
   const auto interval =
       std::max<std::chrono::milliseconds>(config_.ttl / 3, std::chrono::milliseconds(200));
   std::int64_t lease = 0;
   auto failed = [&](const rpc_error& e) {
-    if (stop_) return false;
+    if (stop.stop_requested()) return false;
     set_state(registry_state::unreachable, e.message());
-    const bool go_on = wait(backoff);
+    const bool go_on = worker_.sleep_for(stop, backoff);
     backoff = std::min(backoff * 2, max_backoff);
     return go_on;
   };
-  while (!stop_) {
+  while (!stop.stop_requested()) {
     if (lease == 0) {
       auto granted = etcd.grant(config_.ttl);
       if (!granted) {
@@ -130,7 +125,7 @@ void registration::run() {
       set_state(registry_state::registered);
       backoff = initial_backoff;
     }
-    if (!wait(interval)) break;
+    if (!worker_.sleep_for(stop, interval)) break;
     auto ttl = etcd.keep_alive(lease);
     if (!ttl) {
       // etcd answered but refused (e.g. a lease it no longer knows): register afresh.
@@ -153,16 +148,14 @@ void registration::deregister() {
     std::lock_guard lk(mutex_);
     if (deregistered_) return;
     deregistered_ = true;
-    stop_ = true;
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  worker_.stop();
   std::int64_t lease;
   {
     std::lock_guard lk(mutex_);
     lease = lease_;
   }
-  // A fresh client: the thread's aborts every request once stop_ is raised.
+  // A fresh client: the thread's aborts every request once its stop token is stopped.
   etcd_client etcd(url_.endpoint, std::chrono::milliseconds(1000));
   rpc_error e = etcd.erase(key_);
   if (lease != 0) {

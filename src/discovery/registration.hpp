@@ -4,17 +4,17 @@
 // registry never stops the server: the thread retries with back-off and says so in status(),
 // on /status, /metrics and in one log line per change of state.
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
-#include <thread>
 
 #include "corvid/error.hpp"
 #include "corvid/expected.hpp"
 
 #include "etcd_client.hpp"
+#include "stoppable_worker.hpp"
 
 namespace corvid::discovery {
 
@@ -54,21 +54,18 @@ class registration {
 
  private:
   registration(registration_config config, etcd_url url);
-  void run();
+  void run(const std::stop_token& stop);
   void set_state(registry_state s, std::string error = {});
-  bool wait(std::chrono::milliseconds d);  // false once stopping
 
   const registration_config config_;
   const etcd_url url_;
   const std::string key_;
   const std::string value_;
-  std::atomic<bool> stop_{false};
   mutable std::mutex mutex_;
-  std::condition_variable cv_;
   registry_status status_;
   std::int64_t lease_ = 0;  // under mutex_
   bool deregistered_ = false;
-  std::thread thread_;
+  stoppable_worker worker_;  // last: its thread goes before what it uses
 };
 
 // 16 random hex digits: a new server's instance id (its place on balancers' hash rings).

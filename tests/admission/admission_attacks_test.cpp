@@ -18,12 +18,14 @@
 #include "eventually.hpp"
 #include "slowdown.hpp"
 #include "test_certs.hpp"
+#include "worker_queue_depth.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using corvid::test::eventually;
 using corvid::test::patience;
+using corvid::test::worker_queue_depth;
 
 // ---- class 4: one connection filling the worker queue everyone shares
 
@@ -38,14 +40,6 @@ int gated(int x) {
 }
 int quick_blocking(int x) { return x + 1; }
 using reply_t = corvid::async_reply<corvid::detail::call_state<int, false>>;
-
-std::size_t worker_queue_depth(const corvid::rpc_server& s) {
-  const std::string text = s.metrics_text();
-  const std::string key = "\ncorvid_server_worker_queue_depth ";
-  const auto at = text.find(key);
-  if (at == std::string::npos) throw std::runtime_error("no worker queue depth in the metrics");
-  return std::stoul(text.substr(at + key.size()));
-}
 
 corvid::expected<int, corvid::rpc_error> await_reply(reply_t reply) {
   return corvid::sync_wait([](reply_t r) -> corvid::task<corvid::expected<int, corvid::rpc_error>> {

@@ -7,9 +7,12 @@
 #include <vector>
 
 #include "server_test_support.hpp"
+#include "worker_queue_depth.hpp"
 
 namespace corvid_server_test {
 namespace {
+
+using corvid::test::worker_queue_depth;
 
 // The hostile calls run only as the test hands out permits, one call per permit.
 std::mutex permit_mutex;
@@ -46,13 +49,6 @@ void open_all() {
   permit_given.notify_all();
 }
 
-std::size_t queue_depth(const corvid::rpc_server& s) {
-  const std::string text = s.metrics_text();
-  const std::string key = "\ncorvid_server_worker_queue_depth ";
-  const auto at = text.find(key);
-  return at == std::string::npos ? 0 : std::stoul(text.substr(at + key.size()));
-}
-
 // Two connections pipeline `per_connection` calls each against 2 worker threads, then a
 // third connection makes one call that returns at once. Each permit lets one hostile call end
 // and its worker take the next call: the newcomer's must come after at most one call of each
@@ -79,9 +75,9 @@ TEST(BlockingFairness, NewcomerDoesNotWaitForOtherConnectionsQueuedCalls) {
   // a's first calls hold both workers before b's arrive.
   ASSERT_TRUE(eventually([] { return hostile_started == 2; }));
   for (int i = 0; i < per_connection; ++i) pending.push_back(send<hostile>(b));
-  ASSERT_TRUE(eventually([&] { return queue_depth(s) == 2 * per_connection - 2; }));
+  ASSERT_TRUE(eventually([&] { return worker_queue_depth(s) == 2 * per_connection - 2; }));
   auto reply = send<quick_blocking>(newcomer);
-  ASSERT_TRUE(eventually([&] { return queue_depth(s) == 2 * per_connection - 1; }));
+  ASSERT_TRUE(eventually([&] { return worker_queue_depth(s) == 2 * per_connection - 1; }));
 
   int given = 0;
   while (!quick_ran && given < 2 * per_connection) {
@@ -95,7 +91,7 @@ TEST(BlockingFairness, NewcomerDoesNotWaitForOtherConnectionsQueuedCalls) {
   // fresh when the newcomer's call arrived is served once before it).
   EXPECT_LE(given, 3) << "the newcomer's call waited for " << given - 1
                       << " hostile calls to run before it";
-  EXPECT_GT(queue_depth(s), static_cast<std::size_t>(per_connection))
+  EXPECT_GT(worker_queue_depth(s), static_cast<std::size_t>(per_connection))
       << "most hostile calls are still queued";
   EXPECT_EQ(await<quick_blocking>(reply).value_or(0), 1);
 

@@ -8,9 +8,12 @@
 #include <stdexcept>
 
 #include "server_test_support.hpp"
+#include "worker_queue_depth.hpp"
 
 namespace corvid_server_test {
 namespace {
+
+using corvid::test::worker_queue_depth;
 
 std::atomic<int> started{0};
 std::atomic<int> finished{0};
@@ -200,9 +203,7 @@ TEST(BlockingHandler, QueueFullByLengthIsServerBusy) {
   auto running = send<held>(c);
   ASSERT_TRUE(eventually([] { return started == 1; }));
   auto queued = send<held>(d);  // the queue's one place
-  ASSERT_TRUE(eventually([&] {
-    return s->metrics_text().find("\ncorvid_server_worker_queue_depth 1") != std::string::npos;
-  }));
+  ASSERT_TRUE(eventually([&] { return worker_queue_depth(*s) == 1; }));
   auto refused = call<held>(e);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), corvid::rpc_errc::server_busy);
@@ -228,9 +229,7 @@ TEST(BlockingHandler, QueueFullByBytesIsServerBusy) {
   auto running = send<held>(c);
   ASSERT_TRUE(eventually([] { return started == 1; }));
   auto big = send<sized>(d, std::string(8000, 'x'));  // fits the empty queue
-  ASSERT_TRUE(eventually([&] {
-    return s->metrics_text().find("\ncorvid_server_worker_queue_depth 1") != std::string::npos;
-  }));
+  ASSERT_TRUE(eventually([&] { return worker_queue_depth(*s) == 1; }));
   auto refused = call<sized>(e, std::string("small"));
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), corvid::rpc_errc::server_busy);
@@ -250,9 +249,7 @@ TEST(BlockingHandler, DeadlinePassedInTheQueueIsTimeoutAndNeverRuns) {
   // A caller that sends no cancel frame: only the deadline in its header says it gave up.
   raw_connection raw(s->port());
   raw.send_request<late>(1, /*timeout_ms*/ 50, 5);
-  ASSERT_TRUE(eventually([&] {
-    return s->metrics_text().find("\ncorvid_server_worker_queue_depth 1") != std::string::npos;
-  }));
+  ASSERT_TRUE(eventually([&] { return worker_queue_depth(*s) == 1; }));
   // About time: the call's 50 ms deadline must pass while it waits in the queue.
   std::this_thread::sleep_for(100ms);
   gate_open = true;
@@ -278,9 +275,8 @@ TEST(BlockingHandler, CancelledInTheQueueNeverRuns) {
   auto running = send<held>(c);
   ASSERT_TRUE(eventually([] { return started == 1; }));
   auto queued = send<late>(c, 1);
-  ASSERT_TRUE(eventually([&] {  // read and queued for the worker
-    return s->metrics_text().find("\ncorvid_server_worker_queue_depth 1") != std::string::npos;
-  }));
+  // read and queued for the worker
+  ASSERT_TRUE(eventually([&] { return worker_queue_depth(*s) == 1; }));
   queued.cancel();
   ASSERT_TRUE(eventually([&] { return s->stats().calls_cancelled == 1; }));
   gate_open = true;
