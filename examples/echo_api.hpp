@@ -1,11 +1,12 @@
 #pragma once
 // The functions both example processes share: the server registers them, the client names
-// them in call<...>. Their signatures are the whole schema.
+// them in call<...>. Their signatures are the whole schema. Only what the signatures use is
+// included here; each process adds its role's header (corvid/client.hpp, corvid/server.hpp).
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <corvid/corvid.hpp>
+#include <corvid/task.hpp>
 
 inline std::string_view echo(std::string_view s) { return s; }
 

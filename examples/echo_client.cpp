@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <corvid/client.hpp>
+
 #include "echo_api.hpp"
 
 using namespace std::chrono_literals;

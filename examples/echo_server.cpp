@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <pthread.h>
 
+#include <corvid/server.hpp>
+
 #include "echo_api.hpp"
 
 int main(int argc, char** argv) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <corvid/client.hpp>
+
 #include "echo_api.hpp"
 
 corvid::task<int> run(std::string endpoint, int calls) {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include <corvid/corvid.hpp>
+#include <corvid/server.hpp>
 
 inline std::string_view echo(std::string_view s) { return s; }
 

@@ -1,28 +1,6 @@
 #pragma once
-// corvid: C++20 coroutine RPC. One include for everything a user needs.
-#include "corvid/client/async_reply.hpp"
-#include "corvid/client/client_config.hpp"
-#include "corvid/client/client_pool.hpp"
-#include "corvid/client/load_balancer.hpp"
-#include "corvid/client/pool_config.hpp"
-#include "corvid/client/rpc_client.hpp"
-#include "corvid/codec/codec.hpp"
-#include "corvid/error.hpp"
-#include "corvid/expected.hpp"
-#include "corvid/memory/memory_limit.hpp"
-#include "corvid/memory/memory_tracker.hpp"
-#include "corvid/memory/memory_usage.hpp"
-#include "corvid/runtime/cpu_budget.hpp"
-#include "corvid/runtime/io_pool.hpp"
-#include "corvid/runtime/sleep.hpp"
-#include "corvid/server/request_context.hpp"
-#include "corvid/server/rpc_server.hpp"
-#include "corvid/server/server_config.hpp"
-#include "corvid/stream/stream.hpp"
-#include "corvid/stream/stream_reader.hpp"
-#include "corvid/sync_wait.hpp"
-#include "corvid/task.hpp"
-#include "corvid/trace/span.hpp"
-#include "corvid/trace/trace_context.hpp"
-#include "corvid/trace/trace_scope.hpp"
-#include "corvid/version.hpp"
+// corvid: C++20 coroutine RPC. One include for everything a user needs: the client's part
+// (corvid/client.hpp) and the server's (corvid/server.hpp). A program that is only one of the
+// two compiles less with its own.
+#include "corvid/client.hpp"
+#include "corvid/server.hpp"
