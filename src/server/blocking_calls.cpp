@@ -22,16 +22,16 @@ rpc_error server_core::start_workers() {
   return {};
 }
 
-bool server_core::submit_blocking(blocking_job& job, blocking_lane& lane, reply_channel& ch,
+bool server_core::submit_blocking(blocking_job& job, blocking_lane& lane, reply_sink& sink,
                                   std::uint64_t request_id, bool light) {
   if (workers_ == nullptr) {  // not reachable: blocking handlers start the pool
-    ch.reply_error(request_id, rpc_errc::server_busy, "no worker threads for blocking handlers");
+    sink.reply_error(request_id, rpc_errc::server_busy, "no worker threads for blocking handlers");
     return false;
   }
   const worker_pool::refusal r = workers_->submit(job, lane, light);
   if (r == worker_pool::refusal::none) [[likely]]
     return true;
-  ch.reply_error(request_id, rpc_errc::server_busy, workers_->describe(r));
+  sink.reply_error(request_id, rpc_errc::server_busy, workers_->describe(r));
   return false;
 }
 

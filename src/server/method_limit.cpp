@@ -33,7 +33,7 @@ void server_connection::invoke_limited(const handler_entry& entry, const request
   }
   call_limit_ = entry.limit.get();
   try {
-    entry.invoke(entry.object, *this, req);
+    invoke(entry, req);
   } catch (...) {
     if (call_limit_ != nullptr) std::exchange(call_limit_, nullptr)->release();
     throw;

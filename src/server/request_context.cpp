@@ -1,6 +1,6 @@
 #include "corvid/server/request_context.hpp"
 
-#include "corvid/detail/reply_channel.hpp"
+#include "corvid/detail/reply_sink.hpp"
 #include "corvid/detail/stream_link.hpp"
 #include "corvid/runtime/io_pool.hpp"
 #include "corvid/trace/trace_scope.hpp"
@@ -22,8 +22,8 @@ void request_context::start_span(const trace_context& caller) noexcept {
                                     std::chrono::steady_clock::now()});
 }
 
-std::string request_context::peer_address() const { return channel_->peer_address(); }
-asio::io_context& request_context::reactor() const noexcept { return channel_->reactor(); }
+std::string request_context::peer_address() const { return sink_->peer_address(); }
+asio::io_context& request_context::reactor() const noexcept { return sink_->reactor(); }
 
 bool cancellable_sleep::await_ready() const noexcept {
   return duration_ <= std::chrono::steady_clock::duration::zero() || ctx_.cancelled();

@@ -38,41 +38,41 @@ std::string bad_arguments_message(std::string_view function, std::string_view wh
 }
 }  // namespace
 
-void refuse_arguments(reply_channel& ch, std::uint64_t request_id, std::string_view function,
+void refuse_arguments(reply_sink& sink, std::uint64_t request_id, std::string_view function,
                       codec::decode_errc ec, std::size_t budget) {
   if (ec == codec::decode_errc::over_budget) {
-    ch.reply_error(
+    sink.reply_error(
         request_id, rpc_errc::server_busy,
         bad_arguments_message(function,
                               "decoding them needs more memory than the server allows the "
                               "call (over " +
                                   std::to_string(budget) + " bytes)"));
   } else {
-    ch.reply_error(request_id, rpc_errc::bad_request,
-                   bad_arguments_message(function, codec::to_string(ec)));
+    sink.reply_error(request_id, rpc_errc::bad_request,
+                     bad_arguments_message(function, codec::to_string(ec)));
   }
 }
 
-void refuse_arguments(reply_channel& ch, std::uint64_t request_id, std::string_view function,
+void refuse_arguments(reply_sink& sink, std::uint64_t request_id, std::string_view function,
                       std::exception_ptr error) {
   try {
     std::rethrow_exception(std::move(error));
   } catch (const std::bad_alloc&) {
-    ch.reply_error(request_id, rpc_errc::server_busy,
-                   bad_arguments_message(function, "out of memory while decoding them"));
+    sink.reply_error(request_id, rpc_errc::server_busy,
+                     bad_arguments_message(function, "out of memory while decoding them"));
   } catch (...) {  // a user type's hash, comparison or constructor threw
-    ch.reply_error(request_id, rpc_errc::bad_request,
-                   bad_arguments_message(function, describe_exception(std::current_exception())));
+    sink.reply_error(request_id, rpc_errc::bad_request,
+                     bad_arguments_message(function, describe_exception(std::current_exception())));
   }
 }
 
-void refuse_signature(reply_channel& ch, std::uint64_t request_id, std::string_view function,
+void refuse_signature(reply_sink& sink, std::uint64_t request_id, std::string_view function,
                       std::uint16_t caller, std::uint16_t handler) {
   char fingerprints[96];
   std::snprintf(fingerprints, sizeof fingerprints,
                 ": the caller's signature fingerprint is 0x%04x, the server's 0x%04x",
                 static_cast<unsigned>(caller), static_cast<unsigned>(handler));
-  ch.reply_error(
+  sink.reply_error(
       request_id, rpc_errc::signature_mismatch,
       std::string(function) + " has other parameter or result types here" + fingerprints);
 }

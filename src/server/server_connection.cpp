@@ -324,9 +324,13 @@ void server_connection::dispatch(const protocol::frame_header& h, const char* pa
   if (entry->limit != nullptr) [[unlikely]] {
     invoke_limited(*entry, req);
   } else {
-    entry->invoke(entry->object, *this, req);
+    invoke(*entry, req);
   }
   metrics_.end_dispatch();
+}
+
+void server_connection::invoke(const handler_entry& entry, const request_view& req) {
+  entry.invoke(entry.object, *this, *this, *this, req);
 }
 
 void server_connection::on_control(const protocol::frame_header& h) {

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "corvid/detail/byte_buffer.hpp"
+#include "corvid/detail/call_budget.hpp"
 #include "corvid/detail/outbound_queue.hpp"
-#include "corvid/detail/reply_channel.hpp"
+#include "corvid/detail/reply_sink.hpp"
+#include "corvid/detail/stream_port.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/trace/trace_context.hpp"
 
@@ -37,7 +39,10 @@ struct handler_entry;
 struct request_view;
 struct server_tls;
 
-class server_connection final : public reply_channel {
+// What handler templates see of it are three narrow interfaces (reply_sink, call_budget,
+// stream_port), passed to each invoker separately. It is their only implementation, and final:
+// its own calls of them, and those of code that knows the type, are direct calls.
+class server_connection final : public reply_sink, public call_budget, public stream_port {
  public:
   server_connection(server_core& core, asio::generic::stream_protocol::socket socket,
                     std::string peer);
@@ -48,15 +53,22 @@ class server_connection final : public reply_channel {
   void begin_drain();  // stop(): answer what is in flight, then close
   void force_close();  // stop() timed out
 
-  // reply_channel
+  // reply_sink (connection_replies.cpp)
   outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) override;
   void end_reply(request_context* ctx) override;
   void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) override;
+  void span_ended(request_context& ctx) noexcept override;
+  asio::io_context& reactor() noexcept override { return reactor_; }
+  std::string peer_address() const override { return peer_; }
+
+  // call_budget (connection_replies.cpp, blocking_calls.cpp)
   std::size_t call_allowance(std::size_t want) noexcept override { return mem_.allowance(want); }
   void charge_call(std::size_t bytes) noexcept override { mem_.charge_admitted(bytes); }
   void call_started(request_context& ctx) noexcept override;
   void call_finished(request_context& ctx) noexcept override;
-  void span_ended(request_context& ctx) noexcept override;
+  bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
+
+  // stream_port (connection_streams.cpp)
   outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) override;
   void end_item(std::size_t owned_bytes) override;
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
@@ -75,9 +87,7 @@ class server_connection final : public reply_channel {
   void release_stream_growth(std::size_t bytes) noexcept override {
     streams_.release_growth(bytes);
   }
-  bool submit_blocking(blocking_job& job, std::uint64_t request_id) override;
-  asio::io_context& reactor() noexcept override { return reactor_; }
-  std::string peer_address() const override { return peer_; }
+
   const metrics::connection_stats& metrics_connection() const noexcept {
     return metrics_.connection();
   }
@@ -133,6 +143,8 @@ class server_connection final : public reply_channel {
   // Or waits for memory, or refuses the frame and skips its bytes as they come.
   void grow_for_frame(const protocol::frame_header& h);
   void dispatch(const protocol::frame_header& h, const char* payload, const handler_entry* entry);
+  // Runs the handler's invoker on this connection, seen as each of its three interfaces.
+  void invoke(const handler_entry& entry, const request_view& req);
   // A stream's item, end or credit frame: to its running stream call (dropped when the
   // stream has ended). An item is charged to the running calls' memory before it is
   // copied; false = no memory for it now (the batch pauses, like a request's).

@@ -80,7 +80,7 @@ class server_core : public admin::admin_host {
   worker_pool* workers() const noexcept { return workers_.get(); }
   // Queues a started blocking call in its connection's `lane`, or answers it server_busy
   // (false). `light`: its connection has almost nothing queued (it may take the reserve).
-  bool submit_blocking(blocking_job& job, blocking_lane& lane, reply_channel& ch,
+  bool submit_blocking(blocking_job& job, blocking_lane& lane, reply_sink& sink,
                        std::uint64_t request_id, bool light);
   // Immutable once started, so reactors read it without locks: a lock taken per request
   // by every reactor would serialise them.

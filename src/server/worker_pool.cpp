@@ -172,13 +172,13 @@ void post_blocking_completion(asio::io_context& reactor, void (*finish)(blocking
   }
 }
 
-void refuse_expired(reply_channel& ch, std::uint64_t request_id, bool ran,
+void refuse_expired(reply_sink& sink, std::uint64_t request_id, bool ran,
                     std::chrono::steady_clock::duration waited) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
-  ch.reply_error(request_id, rpc_errc::timeout,
-                 ran ? "deadline passed while the blocking handler ran"
-                     : "deadline passed before the handler could run: it waited " +
-                           std::to_string(ms) + " ms for a worker thread");
+  sink.reply_error(request_id, rpc_errc::timeout,
+                   ran ? "deadline passed while the blocking handler ran"
+                       : "deadline passed before the handler could run: it waited " +
+                             std::to_string(ms) + " ms for a worker thread");
 }
 
 }  // namespace corvid::detail

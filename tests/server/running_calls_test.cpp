@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include <corvid/detail/reply_channel.hpp>
+#include <corvid/detail/reply_sink.hpp>
 #include <corvid/server/request_context.hpp>
 
 namespace corvid_test {
@@ -19,37 +19,23 @@ namespace {
 using corvid::request_context;
 using corvid::detail::running_calls;
 
-// Contexts need a channel to be constructed; the index never uses it.
-struct null_channel final : corvid::detail::reply_channel {
+// Contexts need a reply sink to be constructed; the index never uses it.
+struct null_sink final : corvid::detail::reply_sink {
   corvid::detail::outbound_queue* begin_reply(std::uint64_t, std::size_t) override {
     return nullptr;
   }
   void end_reply(request_context*) override {}
   void reply_error(std::uint64_t, corvid::rpc_errc, std::string_view) override {}
-  std::size_t call_allowance(std::size_t) noexcept override { return 0; }
-  void charge_call(std::size_t) noexcept override {}
-  void call_started(request_context&) noexcept override {}
-  void call_finished(request_context&) noexcept override {}
-  corvid::detail::outbound_queue* begin_item(std::uint64_t, std::size_t) override {
-    return nullptr;
-  }
-  void end_item(std::size_t) override {}
-  void send_credit(std::uint64_t, std::uint32_t) override {}
-  void wait_writable(corvid::detail::stream_link*) override {}
-  void forget_writable(corvid::detail::stream_link*) noexcept override {}
-  void wait_written(corvid::detail::stream_link*) override {}
-  void release_items(std::size_t) noexcept override {}
-  bool submit_blocking(corvid::detail::blocking_job&, std::uint64_t) override { return false; }
   asio::io_context& reactor() noexcept override { return io; }
   std::string peer_address() const override { return {}; }
   asio::io_context io;
 };
 
 struct contexts {
-  null_channel channel;
+  null_sink sink;
   std::deque<request_context> all;
   request_context* make(std::uint64_t id) {
-    return &all.emplace_back(channel, id, 0, std::string_view{});
+    return &all.emplace_back(sink, id, 0, std::string_view{});
   }
 };
 

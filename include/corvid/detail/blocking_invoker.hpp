@@ -23,7 +23,7 @@ CORVID_API void post_blocking_completion(asio::io_context& reactor, void (*finis
                                          blocking_job* job) noexcept;
 
 // Answers a blocking call whose deadline passed (out of the hot path).
-[[gnu::cold]] CORVID_API void refuse_expired(reply_channel& ch, std::uint64_t request_id, bool ran,
+[[gnu::cold]] CORVID_API void refuse_expired(reply_sink& sink, std::uint64_t request_id, bool ran,
                                              std::chrono::steady_clock::duration waited);
 
 template <auto F>
@@ -33,18 +33,20 @@ struct blocking_call : blocking_job, pooled {
   using stored = std::conditional_t<std::is_void_v<result>, char, std::remove_cvref_t<result>>;
   enum class outcome : unsigned char { dropped, expired, value, failed };
 
-  blocking_call(reply_channel& ch, const request_view& req, void* obj)
-      : channel(ch.shared_from_this()),
+  blocking_call(reply_sink& s, call_budget& b, const request_view& req, void* obj)
+      : sink(s.shared_from_this()),
+        budget(b),
         object(obj),
         request_id(req.request_id),
         storage(copy_request(req)),
         body(storage.data(), req.body.size()),
-        ctx(ch, req.request_id, req.function_id,
+        ctx(s, req.request_id, req.function_id,
             std::string_view(storage.data() + req.body.size(), req.attachment.size()), req.deadline,
             req.trace) {
     request_context_access::cancel_at_deadline(ctx);
   }
-  std::shared_ptr<reply_channel> channel;
+  std::shared_ptr<reply_sink> sink;  // held: the call answers after a worker ran it
+  call_budget& budget;               // the same connection's: valid while `sink` is held
   void* object;
   std::uint64_t request_id;
   byte_buffer storage;
@@ -65,7 +67,7 @@ inline constexpr std::size_t blocking_call_cost = sizeof(blocking_call<F>);
 template <auto F>
 void finish_blocking(blocking_job* job) noexcept {
   auto* call = static_cast<blocking_call<F>*>(job);
-  reply_channel& ch = *call->channel;
+  reply_sink& sink = *call->sink;
   using outcome = typename blocking_call<F>::outcome;
   try {
     if (request_context_access::cancel_requested(call->ctx)) {
@@ -75,23 +77,23 @@ void finish_blocking(blocking_job* job) noexcept {
                 request_context_access::past_deadline(call->ctx))) {
       // The caller has given up: a value computed past the deadline (possibly cut short
       // because cancelled() said so) is not sent as a success.
-      refuse_expired(ch, call->request_id, call->done != outcome::expired, call->waited);
+      refuse_expired(sink, call->request_id, call->done != outcome::expired, call->waited);
     } else if (call->done == outcome::failed) {
-      ch.reply_error(call->request_id, rpc_errc::handler_error, describe_exception(call->error));
+      sink.reply_error(call->request_id, rpc_errc::handler_error, describe_exception(call->error));
     } else if (call->done == outcome::value) {
       if constexpr (std::is_void_v<typename blocking_call<F>::result>) {
-        send_value(ch, call->request_id, call->ctx);
+        send_value(sink, call->request_id, call->ctx);
       } else {
-        send_value(ch, call->request_id, call->ctx, *call->value);
+        send_value(sink, call->request_id, call->ctx, *call->value);
       }
     }
   } catch (...) {  // out of memory encoding the reply: the call still ends, with an error
     try {
-      ch.reply_error(call->request_id, rpc_errc::server_busy, "out of memory for the reply");
+      sink.reply_error(call->request_id, rpc_errc::server_busy, "out of memory for the reply");
     } catch (...) {  // the connection fails its calls as it closes
     }
   }
-  ch.call_finished(call->ctx);
+  call->budget.call_finished(call->ctx);
   delete call;
 }
 
@@ -119,33 +121,34 @@ void execute_blocking(blocking_job* job) noexcept {
       call->done = outcome::failed;
     }
   }
-  post_blocking_completion(call->channel->reactor(), &finish_blocking<F>, call);
+  post_blocking_completion(call->sink->reactor(), &finish_blocking<F>, call);
 }
 
 template <auto F>
-void invoke_blocking(void* object, reply_channel& ch, const request_view& req) {
-  if (!signature_matches<F>(ch, req)) return;
+void invoke_blocking(void* object, reply_sink& sink, call_budget& budget, stream_port&,
+                     const request_view& req) {
+  if (!signature_matches<F>(sink, req)) return;
   // The call waits in the queue with its request copy, decoded arguments and state.
   auto* call = make_charged_call<blocking_call<F>>(
-      ch, req, blocking_call_cost<F> + req.body.size() + req.attachment.size(), object);
+      sink, budget, req, blocking_call_cost<F> + req.body.size() + req.attachment.size(), object);
   if (call == nullptr) return;
-  if (!decode_arguments<F>(ch, req, call->body, call->args)) {
+  if (!decode_arguments<F>(sink, budget, req, call->body, call->args)) {
     delete call;
     return;
   }
   call->execute = &execute_blocking<F>;
-  ch.call_started(call->ctx);
+  budget.call_started(call->ctx);
   call->bytes = request_context_access::memory_charge(call->ctx);
   bool queued = false;
   try {
-    queued = ch.submit_blocking(*call, req.request_id);
+    queued = budget.submit_blocking(*call, req.request_id);
   } catch (...) {  // out of memory for the refusal: the connection closes
-    ch.call_finished(call->ctx);
+    budget.call_finished(call->ctx);
     delete call;
     throw;
   }
   if (!queued) {
-    ch.call_finished(call->ctx);
+    budget.call_finished(call->ctx);
     delete call;
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The call budget of a server connection (reply_channel.hpp): what a call may hold, asked
-// before it holds it. Reactor thread.
+// The call budget of a server connection: what a call may hold, asked before it holds it.
+// Reactor thread.
 #include <cstddef>
 #include <cstdint>
 
@@ -31,8 +31,9 @@ class call_budget {
   virtual void call_finished(request_context& ctx) noexcept = 0;
 
   // A blocking call, started (call_started): queued for a worker thread. False = refused
-  // (the worker queue is full): the channel has queued a server_busy reply to `request_id`,
-  // and the caller ends the call (call_finished). A channel without workers refuses all.
+  // (the worker queue is full): the connection has queued a server_busy reply to
+  // `request_id`, and the caller ends the call (call_finished). A budget without workers
+  // refuses all.
   virtual bool submit_blocking(blocking_job& job, std::uint64_t request_id) = 0;
 };
 

@@ -15,9 +15,11 @@
 #include "corvid/codec/codec.hpp"
 #include "corvid/codec/decode_budget.hpp"
 #include "corvid/detail/byte_buffer.hpp"
+#include "corvid/detail/call_budget.hpp"
 #include "corvid/detail/detached.hpp"
 #include "corvid/detail/function_traits.hpp"
-#include "corvid/detail/reply_channel.hpp"
+#include "corvid/detail/reply_sink.hpp"
+#include "corvid/detail/stream_port.hpp"
 #include "corvid/detail/switch_to.hpp"
 #include "corvid/export.hpp"
 #include "corvid/protocol/frame_header.hpp"
@@ -39,7 +41,12 @@ struct request_view {
   const trace_context* trace = nullptr;  // the caller's, when the request carried one
 };
 
-using invoke_fn = void (*)(void* object, reply_channel& channel, const request_view& request);
+// A registered function's entry point, called by the connection that read the request: it
+// answers through `sink`, asks `budget` before holding memory or running past dispatch, and
+// (stream handlers only) moves the stream's items through `port`. Three views of one
+// connection, so each template depends on what it uses.
+using invoke_fn = void (*)(void* object, reply_sink& sink, call_budget& budget, stream_port& port,
+                           const request_view& request);
 
 // what() of an exception, or a fixed text for non-std exceptions.
 CORVID_API std::string describe_exception(std::exception_ptr e);
@@ -72,43 +79,43 @@ decltype(auto) apply_handler(void* object, request_context& ctx, decoded_args_t<
 }
 
 // Queues a success reply carrying `value` (or nothing for void handlers). Its size is known
-// before anything is encoded, so the channel reserves the memory first; refused, it answers
+// before anything is encoded, so the sink reserves the memory first; refused, it answers
 // the request with an error instead.
 template <class... V>
-void send_value(reply_channel& ch, std::uint64_t id, request_context& ctx, const V&... value) {
+void send_value(reply_sink& sink, std::uint64_t id, request_context& ctx, const V&... value) {
   const std::size_t attachment = request_context_access::attachment_size(ctx);
   const std::size_t frame =
       protocol::header_size + (std::size_t{0} + ... + codec::encoded_size(value)) + attachment;
-  outbound_queue* out = ch.begin_reply(id, frame);
+  outbound_queue* out = sink.begin_reply(id, frame);
   if (out == nullptr) return;
   (codec::encode(*out, value), ...);
-  ch.end_reply(&ctx);
+  sink.end_reply(&ctx);
 }
 
 // Answers a request whose caller's signature fingerprint is not the handler's.
-[[gnu::cold]] CORVID_API void refuse_signature(reply_channel& ch, std::uint64_t request_id,
+[[gnu::cold]] CORVID_API void refuse_signature(reply_sink& sink, std::uint64_t request_id,
                                                std::string_view function, std::uint16_t caller,
                                                std::uint16_t handler);
 
 // False (and the request answered signature_mismatch) when the caller stated a fingerprint
 // and it is not F's: its arguments were encoded for other types, so they are not decoded.
 template <auto F>
-[[gnu::always_inline]] inline bool signature_matches(reply_channel& ch, const request_view& req) {
+[[gnu::always_inline]] inline bool signature_matches(reply_sink& sink, const request_view& req) {
   if (req.signature == protocol::signature_v<F> || req.signature == 0) [[likely]]
     return true;
-  refuse_signature(ch, req.request_id, protocol::function_name<F>(), req.signature,
+  refuse_signature(sink, req.request_id, protocol::function_name<F>(), req.signature,
                    protocol::signature_v<F>);
   return false;
 }
 
 // Answers a request whose arguments did not decode (out of the hot path).
-[[gnu::cold]] CORVID_API void refuse_arguments(reply_channel& ch, std::uint64_t request_id,
+[[gnu::cold]] CORVID_API void refuse_arguments(reply_sink& sink, std::uint64_t request_id,
                                                std::string_view function, codec::decode_errc ec,
                                                std::size_t budget);
-[[gnu::cold]] CORVID_API void refuse_arguments(reply_channel& ch, std::uint64_t request_id,
+[[gnu::cold]] CORVID_API void refuse_arguments(reply_sink& sink, std::uint64_t request_id,
                                                std::string_view function, std::exception_ptr error);
 
-// Decodes a request's arguments within the memory the channel allows for it, charging what the
+// Decodes a request's arguments within the memory the budget allows for it, charging what the
 // decoder allocated (nothing is allocated past the allowance: the decoder takes each
 // allocation from the budget first). The first try uses the credit at hand (enough for
 // nearly every call); a request needing more doubles the allowance and decodes again while
@@ -116,79 +123,80 @@ template <auto F>
 // failure is answered here (bad_request, or server_busy when memory ran out) and false is
 // returned.
 template <auto F>
-[[gnu::always_inline]] inline bool decode_arguments(reply_channel& ch, const request_view& req,
-                                                    std::string_view body,
+[[gnu::always_inline]] inline bool decode_arguments(reply_sink& sink, call_budget& budget,
+                                                    const request_view& req, std::string_view body,
                                                     decoded_args_t<F>& args) {
   if constexpr (!codec::decoding_may_allocate_v<decoded_args_t<F>>) {
     // Scalars and views only: nothing to charge, nothing that can throw.
     const codec::decode_errc ec = codec::decode(body, args);
     if (ec == codec::decode_errc::ok) [[likely]]
       return true;
-    refuse_arguments(ch, req.request_id, protocol::function_name<F>(), ec, 0);
+    refuse_arguments(sink, req.request_id, protocol::function_name<F>(), ec, 0);
     return false;
   }
   try {
-    codec::decode_budget budget(ch.call_allowance(0));
-    codec::decode_errc ec = codec::decode(body, args, budget);
+    codec::decode_budget allowed(budget.call_allowance(0));
+    codec::decode_errc ec = codec::decode(body, args, allowed);
     while (ec == codec::decode_errc::over_budget) [[unlikely]] {
-      const std::size_t want = std::max<std::size_t>(2 * budget.limit(), 64 * 1024);
-      const std::size_t more = ch.call_allowance(want);
-      if (more <= budget.limit()) break;  // the trackers have nothing more to give
+      const std::size_t want = std::max<std::size_t>(2 * allowed.limit(), 64 * 1024);
+      const std::size_t more = budget.call_allowance(want);
+      if (more <= allowed.limit()) break;  // the trackers have nothing more to give
       args = decoded_args_t<F>{};
-      budget = codec::decode_budget(more);
-      ec = codec::decode(body, args, budget);
+      allowed = codec::decode_budget(more);
+      ec = codec::decode(body, args, allowed);
     }
     if (ec == codec::decode_errc::ok) [[likely]] {
-      if (budget.used() != 0) ch.charge_call(budget.used());
+      if (allowed.used() != 0) budget.charge_call(allowed.used());
       return true;
     }
     args = decoded_args_t<F>{};  // what was decoded so far goes now, not with the connection
-    refuse_arguments(ch, req.request_id, protocol::function_name<F>(), ec, budget.limit());
+    refuse_arguments(sink, req.request_id, protocol::function_name<F>(), ec, allowed.limit());
   } catch (...) {  // bad_alloc, or a user type's hash, comparison or constructor threw
     args = decoded_args_t<F>{};
-    refuse_arguments(ch, req.request_id, protocol::function_name<F>(), std::current_exception());
+    refuse_arguments(sink, req.request_id, protocol::function_name<F>(), std::current_exception());
   }
   return false;
 }
 
 // Charges a call's state and request copy (`cost`) before they are allocated, like everything
-// a peer makes the server hold, then makes the call: new Call(ch, req, a...). Null when there
-// is no memory for it; the request has then been answered server_busy.
+// a peer makes the server hold, then makes the call: new Call(sink, budget, req, a...). Null
+// when there is no memory for it; the request has then been answered server_busy.
 template <class Call, class... A>
-[[gnu::always_inline]] inline Call* make_charged_call(reply_channel& ch, const request_view& req,
-                                                      std::size_t cost, A&&... a) {
-  if (ch.call_allowance(cost) < cost) {
-    ch.reply_error(req.request_id, rpc_errc::server_busy,
-                   "server at its memory limit for running calls");
+[[gnu::always_inline]] inline Call* make_charged_call(reply_sink& sink, call_budget& budget,
+                                                      const request_view& req, std::size_t cost,
+                                                      A&&... a) {
+  if (budget.call_allowance(cost) < cost) {
+    sink.reply_error(req.request_id, rpc_errc::server_busy,
+                     "server at its memory limit for running calls");
     return nullptr;
   }
-  ch.charge_call(cost);
+  budget.charge_call(cost);
   try {
-    return new Call(ch, req, std::forward<A>(a)...);
+    return new Call(sink, budget, req, std::forward<A>(a)...);
   } catch (const std::bad_alloc&) {
-    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
+    sink.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
     return nullptr;
   }
 }
 
 // Runs a plain handler and queues its reply; false when it threw (answered handler_error).
 template <auto F>
-[[gnu::always_inline]] inline bool answer_sync(void* object, reply_channel& ch,
+[[gnu::always_inline]] inline bool answer_sync(void* object, reply_sink& sink,
                                                const request_view& req, request_context& ctx,
                                                decoded_args_t<F>& args) {
   using result = typename function_traits<decltype(F)>::result_type;
   try {
     if constexpr (std::is_void_v<result>) {
       apply_handler<F>(object, ctx, args);
-      send_value(ch, req.request_id, ctx);
+      send_value(sink, req.request_id, ctx);
     } else {
       decltype(auto) value = apply_handler<F>(object, ctx, args);
-      send_value(ch, req.request_id, ctx, value);
+      send_value(sink, req.request_id, ctx, value);
     }
     return true;
   } catch (...) {
-    ch.reply_error(req.request_id, rpc_errc::handler_error,
-                   describe_exception(std::current_exception()));
+    sink.reply_error(req.request_id, rpc_errc::handler_error,
+                     describe_exception(std::current_exception()));
     return false;
   }
 }
@@ -196,29 +204,33 @@ template <auto F>
 // A traced request's plain handler: its trace current while it runs, its span ended after.
 // Apart from the untraced path, which then pays one branch for tracing.
 template <auto F>
-[[gnu::noinline]] void invoke_sync_traced(void* object, reply_channel& ch, const request_view& req,
+[[gnu::noinline]] void invoke_sync_traced(void* object, reply_sink& sink, const request_view& req,
                                           decoded_args_t<F>& args) {
-  request_context ctx(ch, req.request_id, req.function_id, req.attachment, req.deadline, req.trace);
+  request_context ctx(sink, req.request_id, req.function_id, req.attachment, req.deadline,
+                      req.trace);
   bool ok = false;
   {
     trace_scope scope(ctx.trace());
-    ok = answer_sync<F>(object, ch, req, ctx, args);
+    ok = answer_sync<F>(object, sink, req, ctx, args);
   }
   if (!ok) request_context_access::span(ctx)->status = rpc_errc::handler_error;
-  ch.span_ended(ctx);
+  sink.span_ended(ctx);
 }
 
+// A plain call ends before dispatch returns: the budget only allows the memory its arguments
+// decode into (it takes no place among running calls), and it has no stream.
 template <auto F>
-void invoke_sync(void* object, reply_channel& ch, const request_view& req) {
-  if (!signature_matches<F>(ch, req)) return;
+void invoke_sync(void* object, reply_sink& sink, call_budget& budget, stream_port&,
+                 const request_view& req) {
+  if (!signature_matches<F>(sink, req)) return;
   decoded_args_t<F> args;
-  if (!decode_arguments<F>(ch, req, req.body, args)) return;
+  if (!decode_arguments<F>(sink, budget, req, req.body, args)) return;
   if (req.trace != nullptr) [[unlikely]] {
-    invoke_sync_traced<F>(object, ch, req, args);
+    invoke_sync_traced<F>(object, sink, req, args);
     return;
   }
-  request_context ctx(ch, req.request_id, req.function_id, req.attachment, req.deadline);
-  answer_sync<F>(object, ch, req, ctx, args);
+  request_context ctx(sink, req.request_id, req.function_id, req.attachment, req.deadline);
+  answer_sync<F>(object, sink, req, ctx, args);
 }
 
 // A coroutine handler's request outlives the read buffer it arrived in, so its bytes are
@@ -230,18 +242,21 @@ inline byte_buffer copy_request(const request_view& req) {
   return b;
 }
 
-// What a call that outlives its read buffer keeps of its request: the channel, the request
-// copy (arguments decoded from it may view it) and its context.
+// What a call that outlives its read buffer keeps of its request: where it answers, the
+// budget it ends in (valid while `sink` is held: both are its connection), the request copy
+// (arguments decoded from it may view it) and its context.
 struct held_request {
-  held_request(reply_channel& ch, const request_view& req)
-      : channel(ch.shared_from_this()),
+  held_request(reply_sink& s, call_budget& b, const request_view& req)
+      : sink(s.shared_from_this()),
+        budget(b),
         request_id(req.request_id),
         storage(copy_request(req)),
         body(storage.data(), req.body.size()),
-        ctx(ch, req.request_id, req.function_id,
+        ctx(s, req.request_id, req.function_id,
             std::string_view(storage.data() + req.body.size(), req.attachment.size()), req.deadline,
             req.trace) {}
-  std::shared_ptr<reply_channel> channel;
+  std::shared_ptr<reply_sink> sink;
+  call_budget& budget;
   std::uint64_t request_id;
   byte_buffer storage;
   std::string_view body;
@@ -275,53 +290,55 @@ detached run_coroutine_call(void* object, coroutine_call<F>* call) {
   } catch (...) {
     error = std::current_exception();
   }
-  reply_channel& ch = *call->channel;
-  co_await switch_to{ch.reactor()};  // the handler may have finished on another thread
+  reply_sink& sink = *call->sink;
+  co_await switch_to{sink.reactor()};  // the handler may have finished on another thread
   try {
     if (call->ctx.cancelled()) {
       // The caller gave up (cancel frame) or the connection closed: nobody reads a reply.
     } else if (error) {
-      ch.reply_error(call->request_id, rpc_errc::handler_error, describe_exception(error));
+      sink.reply_error(call->request_id, rpc_errc::handler_error, describe_exception(error));
     } else if constexpr (std::is_void_v<result>) {
-      send_value(ch, call->request_id, call->ctx);
+      send_value(sink, call->request_id, call->ctx);
     } else {
-      send_value(ch, call->request_id, call->ctx, *value);
+      send_value(sink, call->request_id, call->ctx, *value);
     }
   } catch (...) {  // out of memory encoding the reply: the call still ends, with an error
     try {
-      ch.reply_error(call->request_id, rpc_errc::server_busy, "out of memory for the reply");
+      sink.reply_error(call->request_id, rpc_errc::server_busy, "out of memory for the reply");
     } catch (...) {  // the connection fails its calls as it closes
     }
   }
-  ch.call_finished(call->ctx);
+  call->budget.call_finished(call->ctx);
   delete call;
 }
 
 template <auto F>
-void invoke_coroutine(void* object, reply_channel& ch, const request_view& req) {
-  if (!signature_matches<F>(ch, req)) return;
+void invoke_coroutine(void* object, reply_sink& sink, call_budget& budget, stream_port&,
+                      const request_view& req) {
+  if (!signature_matches<F>(sink, req)) return;
   auto* call = make_charged_call<coroutine_call<F>>(
-      ch, req, coroutine_call_cost<F> + req.body.size() + req.attachment.size());
+      sink, budget, req, coroutine_call_cost<F> + req.body.size() + req.attachment.size());
   if (call == nullptr) return;
-  if (!decode_arguments<F>(ch, req, call->body, call->args)) {
+  if (!decode_arguments<F>(sink, budget, req, call->body, call->args)) {
     delete call;
     return;
   }
-  ch.call_started(call->ctx);
+  budget.call_started(call->ctx);
   try {
     trace_scope scope(call->ctx.trace());  // the handler's start; the call may end within
     run_coroutine_call<F>(object, call);
   } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
     if (auto& span = request_context_access::span(call->ctx)) span->status = rpc_errc::server_busy;
-    ch.call_finished(call->ctx);
+    budget.call_finished(call->ctx);
     delete call;
-    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
+    sink.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the call");
   }
 }
 
 // Streaming handlers (detail/stream_invoker.hpp).
 template <auto F>
-void invoke_stream(void* object, reply_channel& ch, const request_view& req);
+void invoke_stream(void* object, reply_sink& sink, call_budget& budget, stream_port& port,
+                   const request_view& req);
 
 template <auto F>
 constexpr invoke_fn make_invoker() {

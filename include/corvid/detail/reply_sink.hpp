@@ -1,7 +1,8 @@
 #pragma once
-// The reply sink of a server connection (reply_channel.hpp): where a handler's result or
-// error goes. Reactor thread.
+// The reply sink of a server connection: where a handler's result or error goes. Reactor
+// thread.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -15,16 +16,19 @@ class request_context;
 
 namespace corvid::detail {
 
-// Answers: replies and error replies to requests, and the connection they travel on.
-class reply_sink {
+// Answers: replies and error replies to requests, and the connection they travel on. A call
+// that outlives its dispatch (coroutine, stream, blocking) must still answer, so it keeps
+// the sink alive (shared_from_this); the sink's connection, and with it the call's budget and
+// stream port (call_budget.hpp, stream_port.hpp), live as long.
+class reply_sink : public std::enable_shared_from_this<reply_sink> {
  public:
   virtual ~reply_sink() = default;
 
   // Starts a success reply to `request_id` whose frame will be about `frame_bytes` long
   // (header, encoded result, attachment): encode the result into the returned queue, then
   // call end_reply(). Between the two nothing else may be queued. Null when the reply may not
-  // be queued (no memory for it, or the connection's reply queue is full): the channel has
-  // then queued an error reply to the request in its place.
+  // be queued (no memory for it, or the connection's reply queue is full): the sink has then
+  // queued an error reply to the request in its place.
   virtual outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) = 0;
   // Finishes the reply begun last, appending the context's response attachment, if any.
   virtual void end_reply(request_context* ctx) = 0;

@@ -42,9 +42,10 @@ class stream_call final
                                       stream_reader<int>>;
 
  public:
-  stream_call(reply_channel& ch, const request_view& req)
-      : held_request(ch, req), stream_inbox(ch.stream_window(), ch.max_stream_window()) {}
+  stream_call(reply_sink& s, call_budget& b, const request_view& req, stream_port& p)
+      : held_request(s, b, req), stream_inbox(p.stream_window(), p.max_stream_window()), port(p) {}
 
+  stream_port& port;  // its connection's, like `budget`: valid while `sink` is held
   decoded_args_t<F> args;
 
   // ---- stream_link (reactor) ----
@@ -53,13 +54,13 @@ class stream_call final
     const std::size_t cost = protocol::stream_item_cost(item.size());
     std::coroutine_handle<> wake;
     const pushed result = !traits::streams_in || replied_ ? pushed::dropped : push(item, wake);
-    if (result != pushed::kept) channel->release_items(cost);  // not kept: its charge returns
+    if (result != pushed::kept) port.release_items(cost);  // not kept: its charge returns
     if (result == pushed::dropped) return;
     if (result == pushed::over) {
       // The client wrote past its credit: the server will not hold more for it.
       replied_ = true;
-      channel->reply_error(request_id, rpc_errc::bad_request,
-                           "stream item written past the credit the server granted");
+      sink->reply_error(request_id, rpc_errc::bad_request,
+                        "stream item written past the credit the server granted");
       request_context_access::cancel(ctx);
       return;
     }
@@ -105,10 +106,9 @@ class stream_call final
     if (!replied_) {
       replied_ = true;
       try {
-        channel->reply_error(
-            request_id, rpc_errc::timeout,
-            "stream idle for " + std::to_string(limit.count()) +
-                " ms: nothing moved either way (server_config::stream_idle_timeout)");
+        sink->reply_error(request_id, rpc_errc::timeout,
+                          "stream idle for " + std::to_string(limit.count()) +
+                              " ms: nothing moved either way (server_config::stream_idle_timeout)");
       } catch (...) {  // no memory for the reply: the client's own deadline, or its close, ends it
       }
     }
@@ -117,29 +117,29 @@ class stream_call final
 
   // ---- stream_inbox (the handler's reader) ----
   void grant(std::uint32_t bytes) noexcept override {
-    if (current_reactor() != &channel->reactor()) {  // the handler reads on another thread
+    if (current_reactor() != &sink->reactor()) {  // the handler reads on another thread
       post_held([this, bytes] { grant(bytes); });
       return;
     }
     if (!ctx.cancelled()) {
       ++moved;
       try {
-        channel->send_credit(request_id, bytes);
+        port.send_credit(request_id, bytes);
       } catch (...) {  // no memory for a credit frame: the client waits; the stream may stall
       }
     }
   }
   void abandon() noexcept override {}  // the handler stopped reading: its result ends the call
   void on_taken(std::size_t cost) noexcept override {
-    if (current_reactor() == &channel->reactor()) {
-      channel->release_items(cost);
+    if (current_reactor() == &sink->reactor()) {
+      port.release_items(cost);
       return;
     }
     // The handler reads from another thread: the connection's memory is the reactor's.
-    post_held([this, cost] { channel->release_items(cost); });
+    post_held([this, cost] { port.release_items(cost); });
   }
   std::size_t reserve_growth(std::size_t bytes) noexcept override {
-    return channel->reserve_stream_growth(bytes);
+    return port.reserve_stream_growth(bytes);
   }
   void retain() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept override {
@@ -150,7 +150,7 @@ class stream_call final
   using out_t = std::conditional_t<traits::streams_out, typename traits::out_item, int>;
   bool send_or_park(out_t& item, std::coroutine_handle<> h) override {
     staged_ = &item;
-    if (current_reactor() != &channel->reactor()) {  // the handler moved to another thread
+    if (current_reactor() != &sink->reactor()) {  // the handler moved to another thread
       parked_ = h;
       post_held([this] { retry_send(); });  // not posted: parked until the stream is cancelled
       return false;
@@ -169,7 +169,7 @@ class stream_call final
   }
   void finished(std::coroutine_handle<> h, std::exception_ptr error) noexcept override {
     // On another thread: finished on the reactor (no memory to post: here, as a call does).
-    if (current_reactor() != &channel->reactor() &&
+    if (current_reactor() != &sink->reactor() &&
         post_held([this, h, error] { finish(h, error); })) {
       return;
     }
@@ -258,20 +258,20 @@ class stream_call final
     } catch (...) {
       error = std::current_exception();
     }
-    co_await switch_to{self->channel->reactor()};
+    co_await switch_to{self->sink->reactor()};
     if (!self->ctx.cancelled() && !self->replied_) {
-      reply_channel& ch = *self->channel;
+      reply_sink& to = *self->sink;
       try {
         if (error) {
-          ch.reply_error(self->request_id, rpc_errc::handler_error, describe_exception(error));
+          to.reply_error(self->request_id, rpc_errc::handler_error, describe_exception(error));
         } else if constexpr (std::is_void_v<result>) {
-          send_value(ch, self->request_id, self->ctx);
+          send_value(to, self->request_id, self->ctx);
         } else {
-          send_value(ch, self->request_id, self->ctx, *value);
+          send_value(to, self->request_id, self->ctx, *value);
         }
       } catch (...) {
         try {
-          ch.reply_error(self->request_id, rpc_errc::server_busy, "out of memory for the reply");
+          to.reply_error(self->request_id, rpc_errc::server_busy, "out of memory for the reply");
         } catch (...) {
         }
       }
@@ -287,11 +287,11 @@ class stream_call final
       const std::size_t payload = codec::encoded_size(item);
       release_held();  // its charge moves to the reply queue's (held again if it must wait)
       outbound_queue* out =
-          channel->begin_item(request_id, protocol::header_size + payload);  // may throw
+          port.begin_item(request_id, protocol::header_size + payload);  // may throw
       if (out == nullptr) {
         if (!waiting_writable_) {
           waiting_writable_ = true;
-          channel->wait_writable(this);
+          port.wait_writable(this);
         }
         return false;
       }
@@ -314,11 +314,11 @@ class stream_call final
           owned = item.size();
           out->append_borrowed(item);
           lent_ = true;
-          channel->wait_written(this);
+          port.wait_written(this);
         }
       }
       if (owned == 0) codec::encode(*out, item);
-      channel->end_item(owned);
+      port.end_item(owned);
       ++moved;
       credit_ -= static_cast<std::int64_t>(protocol::stream_item_cost(payload));
       return true;
@@ -339,8 +339,8 @@ class stream_call final
       if (!replied_) {
         replied_ = true;
         try {
-          channel->reply_error(request_id, rpc_errc::handler_error,
-                               describe_exception(std::current_exception()));
+          sink->reply_error(request_id, rpc_errc::handler_error,
+                            describe_exception(std::current_exception()));
         } catch (...) {
         }
       }
@@ -364,17 +364,17 @@ class stream_call final
       using T = typename traits::out_item;
       const std::size_t bytes =
           std::max<std::size_t>(1, codec::encoded_size(*static_cast<T*>(staged_)));
-      if (channel->hold_item(bytes)) {
+      if (port.hold_item(bytes)) {
         held_ = bytes;
         return;
       }
       if (!replied_) {
         replied_ = true;
         try {
-          channel->reply_error(request_id, rpc_errc::server_busy,
-                               "stream ended: no memory to hold its next item (" +
-                                   std::to_string(bytes) +
-                                   " bytes) while the client grants no credit");
+          sink->reply_error(request_id, rpc_errc::server_busy,
+                            "stream ended: no memory to hold its next item (" +
+                                std::to_string(bytes) +
+                                " bytes) while the client grants no credit");
         } catch (...) {
         }
       }
@@ -385,7 +385,7 @@ class stream_call final
   }
   // The held item was queued or dropped: its charge returns.
   void release_held() noexcept {
-    if (held_ != 0) channel->release_items(std::exchange(held_, 0));
+    if (held_ != 0) port.release_items(std::exchange(held_, 0));
   }
   void schedule_abort() {
     post_held([this] {
@@ -408,12 +408,11 @@ class stream_call final
   }
   void finish(std::coroutine_handle<> h, std::exception_ptr error) noexcept {
     if (!ctx.cancelled() && !replied_) {
-      reply_channel& ch = *channel;
       try {
         if (error) {
-          ch.reply_error(request_id, rpc_errc::handler_error, describe_exception(error));
+          sink->reply_error(request_id, rpc_errc::handler_error, describe_exception(error));
         } else {
-          send_value(ch, request_id, ctx);  // the clean end: an empty reply
+          send_value(*sink, request_id, ctx);  // the clean end: an empty reply
         }
       } catch (...) {
       }
@@ -425,17 +424,17 @@ class stream_call final
     end_call();  // last: it may free this
   }
   void end_call() noexcept {
-    if (waiting_writable_) channel->forget_writable(this);
+    if (waiting_writable_) port.forget_writable(this);
     request_context_access::stream(ctx) = nullptr;
     // No message: the handler that read this inbox has ended, and a message longer than
     // std::string's inline buffer cost every stream call an allocation.
     static_cast<void>(end(rpc_error(rpc_errc::cancelled), true));
     // Ended: its window, which started at stream_window(), grows no more.
     if constexpr (traits::streams_in) {
-      channel->release_stream_growth(window() - channel->stream_window());
+      port.release_stream_growth(window() - port.stream_window());
     }
-    channel->stream_closed();
-    channel->call_finished(ctx);
+    port.stream_closed();
+    budget.call_finished(ctx);
     release();  // the call's reference
   }
 
@@ -454,7 +453,7 @@ class stream_call final
       }
     };
     try {
-      asio::post(channel->reactor(),
+      asio::post(sink->reactor(),
                  recycled([ref = held(this), fn = std::move(fn)]() mutable { fn(); }));
       return true;
     } catch (...) {
@@ -475,35 +474,37 @@ class stream_call final
 };
 
 template <auto F>
-void invoke_stream(void* object, reply_channel& ch, const request_view& req) {
-  if (!signature_matches<F>(ch, req) || !ch.admit_stream(req.request_id)) return;
+void invoke_stream(void* object, reply_sink& sink, call_budget& budget, stream_port& port,
+                   const request_view& req) {
+  if (!signature_matches<F>(sink, req) || !port.admit_stream(req.request_id)) return;
   // The call and its request copy are charged first; the items the client writes are
   // charged by the connection as each arrives (and released as the handler takes it).
-  const std::size_t window = function_traits<decltype(F)>::streams_in ? ch.stream_window() : 0;
+  const std::size_t window = function_traits<decltype(F)>::streams_in ? port.stream_window() : 0;
   auto* call = make_charged_call<stream_call<F>>(
-      ch, req, sizeof(stream_call<F>) + 1024 + req.body.size() + req.attachment.size());
+      sink, budget, req, sizeof(stream_call<F>) + 1024 + req.body.size() + req.attachment.size(),
+      port);
   if (call == nullptr) {
-    ch.stream_closed();
+    port.stream_closed();
     return;
   }
-  if (!decode_arguments<F>(ch, req, call->body, call->args)) {
-    ch.stream_closed();
+  if (!decode_arguments<F>(sink, budget, req, call->body, call->args)) {
+    port.stream_closed();
     call->release();
     return;
   }
   request_context_access::stream(call->ctx) = call;
-  ch.call_started(call->ctx);
+  budget.call_started(call->ctx);
   try {
-    if (window != 0) ch.send_credit(req.request_id, static_cast<std::uint32_t>(window));
+    if (window != 0) port.send_credit(req.request_id, static_cast<std::uint32_t>(window));
     trace_scope scope(call->ctx.trace());
     call->start(object);
   } catch (...) {  // the coroutine frame could not be allocated: the handler never ran
     if (auto& span = request_context_access::span(call->ctx)) span->status = rpc_errc::server_busy;
     request_context_access::stream(call->ctx) = nullptr;
-    ch.stream_closed();
-    ch.call_finished(call->ctx);
+    port.stream_closed();
+    budget.call_finished(call->ctx);
     call->release();
-    ch.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the stream");
+    sink.reply_error(req.request_id, rpc_errc::server_busy, "out of memory for the stream");
   }
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// The stream port of a server connection (reply_channel.hpp): a stream's items out, its
-// credit and window, and what the connection holds for it. Reactor thread unless noted.
+// The stream port of a server connection: a stream's items out, its credit and window, and
+// what the connection holds for it. Reactor thread unless noted.
 #include <cstddef>
 #include <cstdint>
 

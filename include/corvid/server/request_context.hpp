@@ -21,7 +21,7 @@
 namespace corvid {
 
 namespace detail {
-class reply_channel;
+class reply_sink;
 class server_connection;
 class stream_link;
 class method_limit;
@@ -63,11 +63,11 @@ class CORVID_API cancellable_sleep {
 class CORVID_API request_context {
  public:
   request_context(
-      detail::reply_channel& channel, std::uint64_t request_id, std::uint32_t function_id,
+      detail::reply_sink& sink, std::uint64_t request_id, std::uint32_t function_id,
       std::string_view attachment,
       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
       const trace_context* caller_trace = nullptr) noexcept
-      : channel_(&channel),
+      : sink_(&sink),
         request_id_(request_id),
         function_id_(function_id),
         request_attachment_(attachment),
@@ -143,7 +143,7 @@ class CORVID_API request_context {
   void cancel() noexcept;
   void start_span(const trace_context& caller) noexcept;
 
-  detail::reply_channel* channel_;
+  detail::reply_sink* sink_;  // its connection: reactor() and peer_address() ask it
   std::uint64_t request_id_;
   std::uint32_t function_id_;
   std::string_view request_attachment_;
