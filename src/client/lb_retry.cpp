@@ -6,6 +6,7 @@
 #include <random>
 
 #include "corvid/client/load_balancer.hpp"
+#include "corvid/runtime/sleep.hpp"
 
 namespace corvid {
 
@@ -65,5 +66,7 @@ std::chrono::milliseconds load_balancer::backoff(unsigned n) const {
   std::uniform_real_distribution<double> d(0.0, step);
   return std::chrono::milliseconds(static_cast<long long>(std::ceil(d(rng))));
 }
+
+task<void> load_balancer::wait(std::chrono::milliseconds d) { co_await sleep_for(d); }
 
 }  // namespace corvid

@@ -13,24 +13,11 @@
 #include <corvid/client.hpp>
 
 // The shared API, as a header both processes include would have it.
-#include <corvid/stream/stream.hpp>
-#include <corvid/task.hpp>
+#include "role_api.hpp"
 
 namespace role_client {
 
-inline std::string_view echo(std::string_view s) { return s; }
-inline corvid::task<int> add(int a, int b) { co_return a + b; }
-inline corvid::stream<int> count_to(int n) {
-  for (int i = 1; i <= n; ++i) co_yield i;
-}
-inline corvid::task<std::size_t> upload(corvid::stream_reader<std::string> in) {
-  std::size_t total = 0;
-  while (auto chunk = co_await in.next()) total += chunk->size();
-  co_return total;
-}
-inline corvid::stream<std::string> chat(corvid::stream_reader<std::string> in) {
-  while (auto m = co_await in.next()) co_yield *m;
-}
+using namespace corvid_test::role_api;
 
 // Not run (no server here): compiled, so each template below is instantiated.
 corvid::task<int> every_call_form(corvid::rpc_client& client,

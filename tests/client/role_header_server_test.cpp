@@ -11,28 +11,16 @@
 #include <corvid/server.hpp>
 
 // The shared API, as a header both processes include would have it.
-#include <corvid/stream/stream.hpp>
-#include <corvid/task.hpp>
+#include "role_api.hpp"
 
 namespace role_server {
 
-inline std::string_view echo(std::string_view s) { return s; }
-inline corvid::task<int> add(int a, int b) { co_return a + b; }
+using namespace corvid_test::role_api;
+
 inline corvid::task<std::string> with_context(corvid::request_context& ctx, std::string s) {
   co_await ctx.sleep_for(std::chrono::milliseconds(1));
   ctx.set_response_attachment(std::string(ctx.request_attachment()));
   co_return s + ctx.peer_address();
-}
-inline corvid::stream<int> count_to(int n) {
-  for (int i = 1; i <= n; ++i) co_yield i;
-}
-inline corvid::task<std::size_t> upload(corvid::stream_reader<std::string> in) {
-  std::size_t total = 0;
-  while (auto chunk = co_await in.next()) total += chunk->size();
-  co_return total;
-}
-inline corvid::stream<std::string> chat(corvid::stream_reader<std::string> in) {
-  while (auto m = co_await in.next()) co_yield *m;
 }
 inline int slow_square(int x) { return x * x; }
 

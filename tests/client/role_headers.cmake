@@ -17,7 +17,7 @@ set(client_forbidden
     "^corvid/server/"
     "^corvid/detail/(handler_invoker|stream_invoker|blocking_invoker|blocking_job)\\.hpp$"
     "^corvid/detail/(reply_channel|reply_sink|call_budget|stream_port|stream_link)\\.hpp$")
-set(client_max 57)
+set(client_max 55)
 set(server_forbidden
     "^corvid/client/(rpc_client|client_pool|pooled_call|load_balancer)\\.hpp$"
     "^corvid/client/(client_config|pool_config|lb_config|async_reply|call_state|stream_call)\\.hpp$"

@@ -26,7 +26,6 @@
 #include "corvid/client/lb_config.hpp"
 #include "corvid/export.hpp"
 #include "corvid/protocol/health.hpp"
-#include "corvid/runtime/sleep.hpp"
 
 namespace corvid {
 
@@ -237,6 +236,9 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   bool retry_allowed(std::uint32_t method, rpc_errc code) noexcept;
   std::chrono::milliseconds backoff(unsigned n) const;
   static std::int64_t milli_tokens(double tokens) noexcept;
+  // The back-off itself: a frame of its own, made only when a retry waits (and keeping the
+  // timers out of this header).
+  static task<void> wait(std::chrono::milliseconds d);
 
   // The one coroutine of a balanced call (the public functions above are not coroutines, so a
   // call has one frame): `invoke` is captureless and gets this frame's copy of the arguments,
@@ -296,7 +298,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
         const auto pause = backoff(attempt + 1);
         if (deadline && steady::now() + pause >= *deadline) co_return r;
         retries_.fetch_add(1, std::memory_order_relaxed);
-        if (pause.count() > 0) co_await sleep_for(pause);
+        if (pause.count() > 0) co_await wait(pause);
         by_policy = true;
       } else {
         co_return r;
