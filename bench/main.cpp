@@ -157,6 +157,8 @@ int main(int argc, char** argv) {
     if (o.command == "discovery-server") return run_discovery_server(o);
     if (o.command == "blocking-fairness") return run_blocking_fairness(o);
     if (o.command == "pool") return run_pool_experiment(o);
+    if (o.command == "hedging") return run_hedging_experiment(o);
+    if (o.command == "retry-budget") return run_retry_budget_experiment(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corvid-bench: %s\n", e.what());
     return 1;

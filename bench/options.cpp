@@ -43,6 +43,12 @@ commands:
               connections as its cap (or --connections), server and client each on --threads
               io threads; 128 B and 4 KiB, c=16,64,256,1024 unless --sizes/--concurrency
               (--rounds interleaved, median)
+  hedging     call policies: 4 servers, 1 % of calls stall 50 ms; P50/P99/P99.9 and the extra
+              load with hedging off, after fixed delays and after the method's p95
+              (first --concurrency callers, default 16; --duration per row)
+  retry-budget
+              4 servers, one refusing every call; 3 attempts with and without a budget:
+              success rate and attempts per call
 
 options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides

@@ -9,6 +9,7 @@
 #include "background.hpp"
 #include "client_metrics_access.hpp"
 #include "pool_snapshot.hpp"
+#include "reactor_index.hpp"
 
 namespace corvid {
 
@@ -164,12 +165,8 @@ std::size_t client_pool::max_connections_locked() const {
 }
 
 std::size_t client_pool::caller_reactor() const noexcept {
-  const asio::io_context* here = current_reactor();
-  if (here == nullptr) return no_reactor;
-  for (std::size_t i = 0; i < reactors_.size(); ++i) {
-    if (reactors_[i] == here) return i;
-  }
-  return no_reactor;  // another io_pool's thread (a server's, say)
+  static_assert(no_reactor == detail::no_reactor_index);
+  return detail::caller_reactor_index(reactors_);
 }
 
 void client_pool::count_cross(std::size_t reactor) noexcept {

@@ -8,20 +8,23 @@
 #include "corvid/client/load_balancer.hpp"
 #include "corvid/runtime/sleep.hpp"
 
+#include "../metrics/client_registry.hpp"
+#include "client_metrics_access.hpp"
+
 namespace corvid {
 
 namespace {
 
 constexpr auto relaxed = std::memory_order_relaxed;
 
-// The errors that say a call did not run, or may be run again: the server refused it for lack
-// of room, or the connection went (before a reply) or never came up.
-bool retryable(rpc_errc code) noexcept {
+}  // namespace
+
+// The server refused the call for lack of room, or the connection went (before a reply) or
+// never came up.
+bool load_balancer::retryable(rpc_errc code) noexcept {
   return code == rpc_errc::server_busy || code == rpc_errc::connection_closed ||
          code == rpc_errc::connect_failed;
 }
-
-}  // namespace
 
 std::int64_t load_balancer::milli_tokens(double tokens) noexcept {
   return static_cast<std::int64_t>(std::llround(std::max(0.0, tokens) * 1000));
@@ -44,14 +47,34 @@ void load_balancer::note_attempt(rpc_errc code) noexcept {
   }
 }
 
-bool load_balancer::retry_allowed(std::uint32_t method, rpc_errc code) noexcept {
-  if (!retryable(code) || !config_.retry.is_idempotent(method)) return false;
-  const auto& budget = config_.retry.budget;
-  if (budget.max_tokens > 0 && 2 * retry_tokens_.load(relaxed) <= milli_tokens(budget.max_tokens)) {
-    retries_throttled_.fetch_add(1, relaxed);
+bool load_balancer::retry_allowed(std::uint32_t method, signed char idempotent,
+                                  rpc_errc code) noexcept {
+  if (!retryable(code)) return false;
+  if (idempotent < 0 ? !config_.retry.is_idempotent(method) : idempotent == 0) return false;
+  if (!budget_left()) {
+    count(policy_count::retry_throttled);
     return false;
   }
   return true;
+}
+
+void load_balancer::count(policy_count c) noexcept {
+  static_assert(static_cast<int>(policy_count::hedge_throttled) ==
+                static_cast<int>(metrics::call_policy_event::hedge_throttled));
+  policy_counts_[static_cast<std::size_t>(c)].fetch_add(1, relaxed);
+  if (registry_ != nullptr) registry_->call_policy(static_cast<metrics::call_policy_event>(c));
+}
+
+bool load_balancer::hedge_allowed() noexcept {
+  if (budget_left()) return true;
+  count(policy_count::hedge_throttled);
+  return false;
+}
+
+bool load_balancer::budget_left() const noexcept {
+  const auto& budget = config_.retry.budget;
+  return budget.max_tokens <= 0 ||
+         2 * retry_tokens_.load(relaxed) > milli_tokens(budget.max_tokens);
 }
 
 std::chrono::milliseconds load_balancer::backoff(unsigned n) const {

@@ -17,7 +17,9 @@
 #include "background.hpp"
 #include "client_metrics_access.hpp"
 #include "health_follower.hpp"
+#include "latency_windows.hpp"
 #include "lb_view.hpp"
+#include "reactor_index.hpp"
 
 namespace corvid {
 
@@ -37,16 +39,15 @@ load_balancer::load_balancer(lb_config config)
     reactor_views_->reactors.push_back(&reactors.at(i));
   }
   reactor_views_->holds = std::make_unique<reactor_views::hold[]>(reactors.size());
+  registry_ = detail::client_metrics_access::registry(config_.pool.client.metrics);
+  if (config_.methods.uses_delay_quantile()) {
+    latencies_ = std::make_unique<detail::latency_windows>();
+  }
 }
 
 std::size_t load_balancer::caller_reactor() const noexcept {
-  const asio::io_context* here = current_reactor();
-  if (here == nullptr) return no_reactor;
-  const auto& reactors = reactor_views_->reactors;
-  for (std::size_t i = 0; i < reactors.size(); ++i) {
-    if (reactors[i] == here) return i;
-  }
-  return no_reactor;  // another io_pool's thread (a server's, say)
+  static_assert(no_reactor == detail::no_reactor_index);
+  return detail::caller_reactor_index(reactor_views_->reactors);
 }
 
 std::shared_ptr<const load_balancer::view> load_balancer::load_view(std::size_t reactor) {
@@ -326,8 +327,14 @@ lb_stats load_balancer::balancer_stats() const {
   s.rejected_over_limit = rejected_over_limit_.load(std::memory_order_relaxed);
   s.empty_updates_held = empty_updates_held_.load(std::memory_order_relaxed);
   s.holding_empty_update = v->hold_until != steady::time_point{};
-  s.retries = retries_.load(std::memory_order_relaxed);
-  s.retries_throttled = retries_throttled_.load(std::memory_order_relaxed);
+  auto n = [&](policy_count c) {
+    return policy_counts_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
+  };
+  s.retries = n(policy_count::retry);
+  s.retries_throttled = n(policy_count::retry_throttled);
+  s.hedges = n(policy_count::hedge);
+  s.hedges_won = n(policy_count::hedge_won);
+  s.hedges_throttled = n(policy_count::hedge_throttled);
   return s;
 }
 

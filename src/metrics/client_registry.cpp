@@ -93,6 +93,9 @@ client_snapshot client_registry::snapshot() const {
   out.connects_failed = connects_failed_.load(std::memory_order_relaxed);
   out.discovery_rejected = discovery_rejected_.load();
   out.empty_updates_held = empty_updates_held_.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < call_policy_event_count; ++i) {
+    out.call_policies[i] = call_policies_[i].load(std::memory_order_relaxed);
+  }
   std::map<std::uint32_t, client_method_row> rows;
   {
     std::lock_guard lk(mutex_);

@@ -44,6 +44,10 @@ class client_registry {
     discovery_rejected_.add(reason, n);
   }
 
+  // A balancer sent or held back a retry or a hedge (call_policy_event).
+  void call_policy(call_policy_event e) noexcept {
+    call_policies_[static_cast<std::size_t>(e)].fetch_add(1, std::memory_order_relaxed);
+  }
   // A balancer held an update that listed no endpoint (lb_config::empty_update_grace).
   void empty_update_held() noexcept { empty_updates_held_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -69,6 +73,7 @@ class client_registry {
   mutable std::map<std::string, std::unique_ptr<lb_counters>> balancers_;
   discovery_rejections discovery_rejected_;
   std::atomic<std::uint64_t> empty_updates_held_{0};
+  std::array<std::atomic<std::uint64_t>, call_policy_event_count> call_policies_{};
 };
 
 }  // namespace corvid::metrics

@@ -28,6 +28,10 @@ struct lb_row {
   std::uint64_t failures = 0, ejections = 0;
 };
 
+// What a balancer's call policies did, in load_balancer::policy_count's order.
+enum class call_policy_event { retry, retry_throttled, hedge, hedge_won, hedge_throttled };
+inline constexpr std::size_t call_policy_event_count = 5;
+
 struct client_snapshot {
   std::vector<client_method_row> methods;  // by method name
   std::uint64_t connects_ok = 0, connects_failed = 0;
@@ -36,6 +40,7 @@ struct client_snapshot {
   std::vector<lb_row> balancers;                                           // by endpoint
   std::array<std::uint64_t, discovery_reject_count> discovery_rejected{};  // by reason
   std::uint64_t empty_updates_held = 0;
+  std::array<std::uint64_t, call_policy_event_count> call_policies{};
 };
 
 std::string prometheus_text(const client_snapshot& s);

@@ -59,6 +59,22 @@ std::string prometheus_text(const client_snapshot& s) {
            "Discovery updates listing no endpoint that a balancer held for its grace, keeping "
            "the endpoints it had.",
            d(s.empty_updates_held));
+  // Both families always: an alert on a rate needs the series before the first event.
+  auto policy = [&](call_policy_event e) {
+    return d(s.call_policies[static_cast<std::size_t>(e)]);
+  };
+  w.family("corvid_lb_retries_total", "counter",
+           "Calls a balancer sent again (retry_policy), and retries its budget held back.");
+  w.sample("corvid_lb_retries_total", {{"result", "sent"}}, policy(call_policy_event::retry));
+  w.sample("corvid_lb_retries_total", {{"result", "throttled"}},
+           policy(call_policy_event::retry_throttled));
+  w.family("corvid_lb_hedges_total", "counter",
+           "Hedged copies a balancer sent beyond a call's first, calls a hedge answered, and "
+           "hedges its retry budget held back.");
+  w.sample("corvid_lb_hedges_total", {{"result", "sent"}}, policy(call_policy_event::hedge));
+  w.sample("corvid_lb_hedges_total", {{"result", "won"}}, policy(call_policy_event::hedge_won));
+  w.sample("corvid_lb_hedges_total", {{"result", "throttled"}},
+           policy(call_policy_event::hedge_throttled));
 
   if (!s.pools.empty()) {
     w.family("corvid_pool_connections", "gauge", "Open connections of client pools, by endpoint.");

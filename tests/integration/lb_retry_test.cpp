@@ -136,6 +136,40 @@ TEST(lb_retry, the_budget_stops_retries_while_most_calls_fail) {
   EXPECT_EQ(o.other_errors, 0);
 }
 
+TEST(lb_retry, a_methods_own_entry_declares_it_idempotent_and_sets_its_attempts) {
+  fleet f;
+  corvid::retry_policy p;  // one attempt and no idempotent method by default
+  p.initial_backoff = 1ms;
+  p.max_backoff = 2ms;
+  p.budget.max_tokens = 0;
+  corvid::lb_config cfg;
+  cfg.follow_health = false;
+  cfg.retry = p;
+  cfg.methods.set<&work>({.idempotent = true, .max_attempts = 3});
+  auto lb = corvid::load_balancer::create({{fleet::endpoint(*f.a)}, {fleet::endpoint(*f.b)}}, cfg);
+  const outcome o = make_calls<work>(*lb, 100);
+  EXPECT_EQ(o.ok, 100) << o.busy << " refused, " << o.other_errors << " other errors";
+  EXPECT_GT(lb->balancer_stats().retries, 0u);
+  const outcome q = make_calls<other>(*lb, 100);  // no entry: not retried
+  EXPECT_GT(q.busy, 0);
+}
+
+TEST(lb_retry, the_budget_holds_back_hedges_while_most_calls_fail) {
+  fleet f;
+  corvid::lb_config cfg;
+  cfg.follow_health = false;
+  cfg.retry.budget.max_tokens = 2;
+  cfg.methods.set<&work>(
+      {.idempotent = true, .hedging = corvid::hedging_policy{.max_copies = 2, .delay = 0ms}});
+  auto lb = corvid::load_balancer::create({{fleet::endpoint(*f.a)}, {fleet::endpoint(*f.b)}}, cfg);
+  // Refusals drain the budget (each takes a token); a hedge then goes only while more than
+  // half of it is left, so most calls send no second copy.
+  const outcome o = make_calls<work>(*lb, 100);
+  const auto s = lb->balancer_stats();
+  EXPECT_GT(s.hedges_throttled, 0u);
+  EXPECT_EQ(o.ok + o.busy, 100) << o.other_errors << " other errors";
+}
+
 TEST(lb_retry, a_retry_never_runs_past_the_deadline) {
   fleet f;
   corvid::retry_policy p = retries(0);

@@ -11,16 +11,13 @@
 
 #include <corvid/corvid.hpp>
 
+#include "role_api.hpp"
+
 namespace corvid_test::streams {
 
-inline corvid::stream<int> count_to(int n) {
-  for (int i = 1; i <= n; ++i) co_yield i;
-}
-inline corvid::task<std::size_t> upload(corvid::stream_reader<std::string> in) {
-  std::size_t total = 0;
-  while (auto chunk = co_await in.next()) total += chunk->size();
-  co_return total;
-}
+// Counting to n and summing an upload's bytes: the handlers the role-header tests use too.
+using role_api::count_to;
+using role_api::upload;
 inline corvid::stream<std::string> chat(corvid::stream_reader<std::string> in) {
   while (auto m = co_await in.next()) co_yield "re: " + *m;
 }

@@ -10,7 +10,16 @@
 
 namespace corvid {
 
+template <class State>
+class async_reply;
+
 namespace detail {
+// A second handle on the call of `r`, which may cancel it while `r` is awaited elsewhere (a
+// hedged call cancels its losing copies). It holds the call, so it never cancels another one;
+// only one of the two may be awaited.
+template <class State>
+async_reply<State> share_reply(const async_reply<State>& r) noexcept;
+
 // Owning reference to a call_state.
 template <class State>
 class call_ref {
@@ -68,9 +77,16 @@ class [[nodiscard]] async_reply {
   }
 
  private:
+  friend async_reply detail::share_reply<State>(const async_reply& r) noexcept;
   detail::call_ref<State> s_;
   std::weak_ptr<detail::call_canceller> conn_;
 };
+
+template <class State>
+async_reply<State> detail::share_reply(const async_reply<State>& r) noexcept {
+  if (r.s_.get() != nullptr) r.s_->add_ref();
+  return async_reply<State>(detail::call_ref<State>(r.s_.get()), r.conn_);
+}
 
 // What send_request returns. Awaiting it suspends only while the client is at its cap
 // (client_config::when_busy == wait) and resumes once the request is queued for writing, or

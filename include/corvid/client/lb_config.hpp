@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "corvid/client/method_config.hpp"
 #include "corvid/client/pool_config.hpp"
 #include "corvid/client/retry_policy.hpp"
 
@@ -74,6 +75,9 @@ struct lb_config {
   // Retries of idempotent methods, and the budget that throttles them (retry_policy.hpp).
   // The default sends nothing twice but a request that provably never left.
   retry_policy retry;
+  // Per-method timeouts, idempotency, retries and hedging (method_config.hpp). A timeout given
+  // with a call overrides its method's; streams follow none of these.
+  method_config methods;
 };
 
 }  // namespace corvid

@@ -11,6 +11,8 @@
 //   auto lb = corvid::load_balancer::create({{"10.0.0.1:9000"}, {"10.0.0.2:9000", 2}}, cfg);
 //   auto r = co_await lb->call<echo>("hello");          // or call_for / call_with
 //   auto named = co_await corvid::load_balancer::open("etcd://10.0.0.9:2379/services/echo");
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -19,10 +21,12 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
 #include "corvid/client/client_pool.hpp"
+#include "corvid/client/hedge_race.hpp"
 #include "corvid/client/lb_config.hpp"
 #include "corvid/export.hpp"
 #include "corvid/protocol/health.hpp"
@@ -39,6 +43,7 @@ class endpoint_source;  // src/discovery: what open() follows
 namespace detail {
 class hash_ring;        // src/client/hash_ring.hpp
 class health_follower;  // src/client/health_follower.hpp: an endpoint's health watch
+class latency_windows;  // src/client/latency_windows.hpp: recent latencies, by method
 // What an endpoint's health watch last said, for pick().
 struct endpoint_health {
   std::atomic<bool> not_serving{false};    // not_serving or draining (or a probe said so)
@@ -58,6 +63,11 @@ struct lb_stats {
   // lb_config::retry: attempts sent again, and retries the budget held back.
   std::uint64_t retries = 0;
   std::uint64_t retries_throttled = 0;
+  // lb_config::methods' hedging: copies sent beyond the first, calls a later copy answered,
+  // and copies the retry budget held back.
+  std::uint64_t hedges = 0;
+  std::uint64_t hedges_won = 0;
+  std::uint64_t hedges_throttled = 0;
 };
 
 struct lb_endpoint_stats {
@@ -99,36 +109,38 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   // the pool's request_timeout) covers every attempt, and any probe it waits for.
   template <auto F, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call(Args... args) {
+    if (!config_.methods.empty()) [[unlikely]] {
+      return configured<F>(call_options{}, false, std::move(args)...);
+    }
     return routed<expected<detail::client_result_t<F>, rpc_error>>(
         [](client_pool& p, std::chrono::milliseconds t, Args&... a) {
           return t.count() < 0 ? p.template call<F>(a...) : p.template call_for<F>(t, a...);
         },
-        protocol::function_id_v<F>, std::chrono::milliseconds(-1), {}, std::move(args)...);
+        protocol::function_id_v<F>, retry_rules{}, std::chrono::milliseconds(-1), {},
+        std::move(args)...);
   }
   template <auto F, class Rep, class Period, class... Args>
   task<expected<detail::client_result_t<F>, rpc_error>> call_for(
       std::chrono::duration<Rep, Period> timeout, Args... args) {
+    if (!config_.methods.empty()) [[unlikely]] {
+      return configured<F>(call_options{ceil_ms(timeout), {}}, true, std::move(args)...);
+    }
     return routed<expected<detail::client_result_t<F>, rpc_error>>(
         [](client_pool& p, std::chrono::milliseconds t, std::chrono::duration<Rep, Period>& asked,
            Args&... a) {
           return t.count() < 0 ? p.template call_for<F>(asked, a...)
                                : p.template call_for<F>(t, a...);
         },
-        protocol::function_id_v<F>, std::chrono::ceil<std::chrono::milliseconds>(timeout), {},
-        timeout, std::move(args)...);
+        protocol::function_id_v<F>, retry_rules{},
+        std::chrono::ceil<std::chrono::milliseconds>(timeout), {}, timeout, std::move(args)...);
   }
   template <auto F, class... Args>
   task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
       call_options options, Args... args) {
-    const auto timeout = options.timeout;
-    const std::string_view key = options.hash_key;  // the caller's, alive while it awaits
-    return routed<expected<with_attachment<detail::client_result_t<F>>, rpc_error>>(
-        [](client_pool& p, std::chrono::milliseconds t, call_options& asked, Args&... a) {
-          call_options o = asked;
-          if (t.count() >= 0) o.timeout = t;  // else: no deadline, as the caller asked
-          return p.template call_with<F>(o, a...);
-        },
-        protocol::function_id_v<F>, timeout, key, std::move(options), std::move(args)...);
+    if (!config_.methods.empty()) [[unlikely]] {
+      return configured_with<F>(options, std::move(args)...);
+    }
+    return routed_with<F>(retry_rules{}, options, std::move(args)...);
   }
 
   // Streams, opened on the endpoint the policy picks (a failure to open counts against it).
@@ -138,7 +150,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
         [](client_pool& p, std::chrono::milliseconds, Args&... a) {
           return p.template stream<F>(a...);
         },
-        0, std::chrono::milliseconds(0), {},
+        0, retry_rules{}, std::chrono::milliseconds(0), {},
         std::move(args)...);  // streams: the never-sent rule only
   }
   template <auto F, class... Args>
@@ -147,7 +159,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
         [](client_pool& p, std::chrono::milliseconds, Args&... a) {
           return p.template open_stream<F>(a...);
         },
-        0, std::chrono::milliseconds(0), {},
+        0, retry_rules{}, std::chrono::milliseconds(0), {},
         std::move(args)...);  // streams: the never-sent rule only
   }
 
@@ -230,22 +242,115 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   // Milliseconds left before `deadline` (at least 1), or -1 when there is none.
   static std::chrono::milliseconds left(std::optional<steady::time_point> deadline);
   // lb_config::retry (lb_retry.cpp): books one attempt's outcome in the budget; whether a
-  // call of `method` that failed with `code` may be sent again (counted, as is a retry the
-  // budget holds back); the jittered pause before retry `n` (1 = the first).
+  // call of `method` that failed with `code` may be sent again (a retry the budget holds
+  // back is counted here; one that is sent, by the caller); the jittered pause before retry
+  // `n` (1 = the first).
   void note_attempt(rpc_errc code) noexcept;
-  bool retry_allowed(std::uint32_t method, rpc_errc code) noexcept;
+  // `idempotent`: what lb_config::methods says of the method (retry_rules); -1: whether
+  // lb_config::retry lists it.
+  bool retry_allowed(std::uint32_t method, signed char idempotent, rpc_errc code) noexcept;
+  // The errors that say a call did not run, or may be run again.
+  static bool retryable(rpc_errc code) noexcept;
   std::chrono::milliseconds backoff(unsigned n) const;
   static std::int64_t milli_tokens(double tokens) noexcept;
   // The back-off itself: a frame of its own, made only when a retry waits (and keeping the
   // timers out of this header).
   static task<void> wait(std::chrono::milliseconds d);
 
+  // What lb_config::methods says about sending a method's call again (small: it rides in
+  // every balanced call's frame): attempts, 0 = lb_config::retry's; idempotent, -1 = whether
+  // lb_config::retry lists the method.
+  struct retry_rules {
+    unsigned char max_attempts = 0;
+    signed char idempotent = -1;
+  };
+  static retry_rules rules_of(const method_policy& m) noexcept {
+    retry_rules r;
+    if (m.max_attempts)
+      r.max_attempts = static_cast<unsigned char>(std::min(*m.max_attempts, 255u));
+    if (m.idempotent) r.idempotent = *m.idempotent ? 1 : 0;
+    return r;
+  }
+  // A call_for timeout in whole milliseconds, rounded up and never 0 (which means no deadline).
+  template <class Rep, class Period>
+  static std::chrono::milliseconds ceil_ms(std::chrono::duration<Rep, Period> d) {
+    return std::max(std::chrono::ceil<std::chrono::milliseconds>(d), std::chrono::milliseconds(1));
+  }
+  // Hedged: an idempotent method whose hedging sends more than one copy.
+  static bool hedges(const method_policy& m) noexcept {
+    return m.hedging && m.hedging->max_copies > 1 && m.idempotent.value_or(false);
+  }
+  template <auto F, class... Args>
+  task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> routed_with(
+      retry_rules rules, call_options options, Args... args) {
+    const auto timeout = options.timeout;
+    const std::string_view key = options.hash_key;  // the caller's, alive while it awaits
+    return routed<expected<with_attachment<detail::client_result_t<F>>, rpc_error>>(
+        [](client_pool& p, std::chrono::milliseconds t, call_options& asked, Args&... a) {
+          call_options o = asked;
+          if (t.count() >= 0) o.timeout = t;  // else: no deadline, as the caller asked
+          return p.template call_with<F>(o, a...);
+        },
+        protocol::function_id_v<F>, rules, timeout, key, std::move(options), std::move(args)...);
+  }
+  // The calls of a method with an entry in lb_config::methods (kept out of the common path).
+  // `timed`: the caller gave a timeout, which wins over the method's.
+  template <auto F, class... Args>
+  task<expected<detail::client_result_t<F>, rpc_error>> configured(call_options options, bool timed,
+                                                                   Args... args) {
+    const method_policy m = config_.methods.resolve<F>();
+    if (!timed && m.timeout) options.timeout = *m.timeout;
+    if (hedges(m)) return without_attachment<F>(hedged<F>(*m.hedging, options, std::move(args)...));
+    return without_attachment<F>(routed_with<F>(rules_of(m), options, std::move(args)...));
+  }
+  template <auto F, class... Args>
+  task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> configured_with(
+      call_options options, Args... args) {
+    const method_policy m = config_.methods.resolve<F>();
+    if (options.timeout.count() < 0 && m.timeout) options.timeout = *m.timeout;
+    if (hedges(m)) return hedged<F>(*m.hedging, options, std::move(args)...);
+    return routed_with<F>(rules_of(m), options, std::move(args)...);
+  }
+  template <auto F>
+  static task<expected<detail::client_result_t<F>, rpc_error>> without_attachment(
+      task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> t) {
+    auto r = co_await std::move(t);
+    if (!r) co_return unexpected(std::move(r).error());
+    if constexpr (std::is_void_v<detail::client_result_t<F>>) {
+      co_return expected<void, rpc_error>{};
+    } else {
+      co_return std::move(r->value);
+    }
+  }
+  // A hedged call (lb_hedged_call.hpp): copies on different endpoints, the first answer wins.
+  template <auto F, class... Args>
+  task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> hedged(
+      hedging_policy h, call_options options, Args... args);
+  template <auto F, class Race, class... Args>
+  static detail::detached hedge_copy(std::shared_ptr<load_balancer> self,
+                                     std::shared_ptr<Race> race, std::size_t index, picked p,
+                                     call_options options, Args... args);
+  // An endpoint for another copy of a hedged call: none of `used`, and not one to probe.
+  std::optional<picked> pick_unused(std::string_view hash_key, const std::vector<node*>& used,
+                                    steady::time_point now);
+  // The wait before a method's next copy (hedging_policy::delay_quantile); a copy's latency.
+  std::chrono::milliseconds hedge_delay(std::uint32_t method, const hedging_policy& h) const;
+  void note_latency(std::uint32_t method, std::chrono::nanoseconds d);
+  // Whether the retry budget lets another copy go (a throttled one is counted); whether it
+  // has more than half its tokens (or there is no budget).
+  bool hedge_allowed() noexcept;
+  bool budget_left() const noexcept;
+  // Retries and hedges sent, won or held back (lb_stats, and corvid_lb_retries_total and
+  // corvid_lb_hedges_total when client metrics are on); not counted per call otherwise.
+  enum class policy_count { retry, retry_throttled, hedge, hedge_won, hedge_throttled };
+  void count(policy_count c) noexcept;
+
   // The one coroutine of a balanced call (the public functions above are not coroutines, so a
   // call has one frame): `invoke` is captureless and gets this frame's copy of the arguments,
   // which each attempt copies again.
   template <class R, class Invoke, class... Args>
-  task<R> routed(Invoke invoke, std::uint32_t method, std::chrono::milliseconds timeout,
-                 std::string_view hash_key, Args... args) {
+  task<R> routed(Invoke invoke, std::uint32_t method, retry_rules rules,
+                 std::chrono::milliseconds timeout, std::string_view hash_key, Args... args) {
     // negative: the pool's request_timeout; 0: none.
     if (timeout.count() < 0) timeout = config_.pool.client.request_timeout;
     const steady::time_point start = steady::now();
@@ -289,15 +394,17 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
       by_policy = false;
       if (!r && attempt == 0 && (code == rpc_errc::connect_failed || r.error().request_unsent())) {
         // sent again below, as the never-sent rule's
-      } else if (config_.retry.max_attempts > 1 && method != 0) {
+      } else if (const unsigned attempts =
+                     rules.max_attempts != 0 ? rules.max_attempts : config_.retry.max_attempts;
+                 attempts > 1 && method != 0) {
         note_attempt(code);
-        if (r || attempt + 1 >= config_.retry.max_attempts || !retry_allowed(method, code)) {
+        if (r || attempt + 1 >= attempts || !retry_allowed(method, rules.idempotent, code)) {
           co_return r;
         }
         // The back-off, unless it would end past the deadline: then this error is the answer.
         const auto pause = backoff(attempt + 1);
         if (deadline && steady::now() + pause >= *deadline) co_return r;
-        retries_.fetch_add(1, std::memory_order_relaxed);
+        count(policy_count::retry);
         if (pause.count() > 0) co_await wait(pause);
         by_policy = true;
       } else {
@@ -325,7 +432,11 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   std::atomic<std::uint64_t> rejected_over_limit_{0}, empty_updates_held_{0};
   // The retry budget's tokens, in thousandths; starts full.
   std::atomic<std::int64_t> retry_tokens_;
-  std::atomic<std::uint64_t> retries_{0}, retries_throttled_{0};
+  // Retries and hedges (policy_count), also added to the client metrics' totals.
+  std::array<std::atomic<std::uint64_t>, 5> policy_counts_{};
+  metrics::client_registry* registry_ = nullptr;  // null: client metrics off
+  // hedging_policy::delay_quantile: recent latencies of the methods that use it.
+  std::unique_ptr<detail::latency_windows> latencies_;
   // Under mutex_: the addresses the last update listed past max_endpoints (no more than the
   // source holds: twice max_endpoints at most).
   std::unordered_set<std::string> over_limit_;
@@ -334,3 +445,5 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
 };
 
 }  // namespace corvid
+
+#include "corvid/client/lb_hedged_call.hpp"
