@@ -4,21 +4,12 @@
 
 #include <utility>
 
-#include "corvid/detail/detached.hpp"
-#include "corvid/runtime/sleep.hpp"
+#include "corvid/runtime/io_pool.hpp"
 #include "corvid/trace/trace_scope.hpp"
 
+#include "../runtime/asio_all.hpp"
+
 namespace corvid::detail {
-
-namespace {
-
-detached wake_after(std::shared_ptr<hedge_race> race, std::chrono::steady_clock::duration d,
-                    void (*fire)(hedge_race&, std::uint64_t), std::uint64_t round) {
-  co_await sleep_for(d);
-  fire(*race, round);
-}
-
-}  // namespace
 
 bool hedge_race::waiting::await_suspend(std::coroutine_handle<> h) {
   std::uint64_t round = 0;
@@ -38,8 +29,14 @@ bool hedge_race::waiting::await_suspend(std::coroutine_handle<> h) {
   // From here the caller may already run on another thread, and this awaiter be gone: only
   // locals are used.
   if (race) {
-    wake_after(
-        std::move(race), delay, [](hedge_race& r, std::uint64_t n) { r.delay_passed(n); }, round);
+    // A plain handler, not a coroutine: dropped unrun (its reactor stopping), it still lets
+    // the race go.
+    asio::io_context* ctx = current_reactor();
+    if (ctx == nullptr) ctx = &io_pool::default_pool().next();
+    auto timer = std::make_shared<asio::steady_timer>(*ctx, delay);
+    timer->async_wait([timer, race = std::move(race), round](const std::error_code&) {
+      race->delay_passed(round);
+    });
   }
   return true;
 }
