@@ -3,7 +3,6 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "server_connection.hpp"
 #include "server_core.hpp"
 
 namespace corvid::detail {
@@ -33,19 +32,6 @@ bool server_core::submit_blocking(blocking_job& job, blocking_lane& lane, reply_
     return true;
   sink.reply_error(request_id, rpc_errc::server_busy, workers_->describe(r));
   return false;
-}
-
-bool server_connection::submit_blocking(blocking_job& job, std::uint64_t request_id) {
-  if (!core_.submit_blocking(job, blocking_lane_, *this, request_id, adm_.blocking_light())) {
-    return false;
-  }
-  // Its place in this connection's share of the queue, until the call ends (call_finished).
-  request_context* ctx = running_.find(request_id);
-  if (ctx != nullptr) {
-    request_context_access::blocking(*ctx) = true;
-    adm_.blocking_queued(request_context_access::memory_charge(*ctx));
-  }
-  return true;
 }
 
 }  // namespace corvid::detail

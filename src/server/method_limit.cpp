@@ -1,11 +1,9 @@
-// set_method_limit, and dispatch's side of it (docs/architecture.md, "Blocking handlers and
-// method limits").
+// set_method_limit (docs/architecture.md, "Blocking handlers and method limits"); the
+// dispatcher holds a place in the limit for each call.
 #include "method_limit.hpp"
 
 #include <stdexcept>
-#include <utility>
 
-#include "server_connection.hpp"
 #include "server_core.hpp"
 
 namespace corvid::detail {
@@ -24,22 +22,6 @@ void server_core::set_method_limit(std::uint32_t id, std::string_view name,
                            ">: register the handler first");
   }
   it->second.limit = std::make_unique<method_limit>(name, max_concurrent);
-}
-
-void server_connection::invoke_limited(const handler_entry& entry, const request_view& req) {
-  if (!entry.limit->try_acquire()) {
-    reply_error(req.request_id, rpc_errc::server_busy, entry.limit->refusal());
-    return;
-  }
-  call_limit_ = entry.limit.get();
-  try {
-    invoke(entry, req);
-  } catch (...) {
-    if (call_limit_ != nullptr) std::exchange(call_limit_, nullptr)->release();
-    throw;
-  }
-  // A call that started (call_started) took the place with it; otherwise it ended here.
-  if (call_limit_ != nullptr) std::exchange(call_limit_, nullptr)->release();
 }
 
 }  // namespace corvid::detail

@@ -1,33 +1,21 @@
 // A server connection's life, read top to bottom: read → admit → dispatch → reply → write,
-// and its end. What it delegates: admission (connection_admission: every byte and place its
-// peer holds), liveness (connection_liveness, connection_waits.cpp: timers, pauses, memory
-// given back), its first moments (connection_setup.cpp: pre-authentication, TLS, RDMA), the
-// reply sink and call budget (connection_replies.cpp) and the stream port
-// (connection_streams.cpp, stream_mux).
+// and its end. The work is its owners' (read_gate, dispatcher, reply_writer,
+// connection_watch, connection_setup); what is here is the loop that ties them together,
+// the frames that are neither requests nor replies, and the calls' start and end.
 #include "server_connection.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <stdexcept>
+#include <string>
 
-#include "corvid/codec/codec.hpp"
 #include "corvid/detail/stream_link.hpp"
-#include "corvid/memory/buffer_pool.hpp"
 #include "corvid/server/request_context.hpp"
 #include "corvid/trace/span.hpp"
 
 #include "../runtime/asio_all.hpp"
+#include "method_limit.hpp"
 #include "server_core.hpp"
 
 namespace corvid::detail {
-namespace {
-// Reply bytes one batch may queue before it yields its reactor: the frames left in the
-// buffer go on in a post, after the events of the reactor's other connections. Without it,
-// a peer whose requests piled up while the reactor was busy (big replies, slow handlers)
-// takes the reactor for the whole pile, and every other connection on it waits that long.
-constexpr std::size_t turn_budget = 256 * 1024;
-}  // namespace
 
 server_connection::server_connection(server_core& core,
                                      asio::generic::stream_protocol::socket socket,
@@ -37,9 +25,12 @@ server_connection::server_connection(server_core& core,
       stream_(std::move(socket)),
       peer_(std::move(peer)),
       adm_(core.memory, core.config, peer_),
-      mem_(adm_.memory()),
-      live_(core.config),
-      streams_(core.config) {
+      streams_(core.config),
+      gate_(*this),
+      dispatch_(*this),
+      writer_(*this),
+      watch_(*this, core.config),
+      setup_(*this) {
   if (core.metrics) metrics_.attach(&core.metrics->shard(core.reactor_index(reactor_)));
   std::error_code ec;
   if (stream_.socket().local_endpoint(ec).protocol().family() == AF_UNIX) {
@@ -47,140 +38,90 @@ server_connection::server_connection(server_core& core,
   }
 }
 
-void server_connection::read_more() {
-  if (closed_ || stop_reading_ || reading_ || rdma_next_ || paused()) return;
-  if (yielded_) {  // the rest of the buffer first, on the reactor's next turn
-    if (!std::exchange(yield_posted_, true)) {
-      asio::post(reactor_,
-                 [self = std::static_pointer_cast<server_connection>(shared_from_this())] {
-                   self->yield_posted_ = false;
-                   // Another resume may have taken the frames meanwhile (and read on): then
-                   // nothing.
-                   if (!std::exchange(self->yielded_, false)) return;
-                   self->resume_dispatch();
-                 });
-    }
+void server_connection::start() {
+  watch_.start();
+  auto tls = core_.tls();
+  if (tls || core_.config.http_admin) {  // the first byte tells TLS and HTTP from corvid
+    setup_.start(std::move(tls));
     return;
   }
-  if (mem_.replies_full(queued_reply_bytes())) {
-    // The client sends but does not read: read none of its requests until writes drain.
-    core_.stats.on_admission_pause();
-    adm_.pause(pause_reason::replies);
-    watch_hangup();
-    return;
-  }
-  byte_buffer& buf = frames_.read_buffer();
-  // Growing the read room is reserved first; without memory the current buffer must do.
-  if (frames_.room().get() > buf.capacity() &&
-      !mem_.reserve_read_speculative(frames_.room().get())) {
-    frames_.room().cap(buf.capacity());
-  }
-  const std::size_t free_room = buf.capacity() - buf.size();
-  frames_.prepare_read(std::clamp<std::size_t>(free_room, 1, read_room::initial));
-  mem_.settle_read(buf.capacity());
-  reading_ = true;
-  auto done = [self = std::static_pointer_cast<server_connection>(shared_from_this())](
-                  const std::error_code& ec, std::size_t n) {
-    self->on_read(ec, n);
-  };
-  frames_.read(stream_, stream_.read_cancellable() ? &read_cancel_ : nullptr, std::move(done));
+  gate_.begin();
 }
+
+// ---- The loop ----
 
 void server_connection::on_read(const std::error_code& ec, std::size_t n) {
-  reading_ = false;
-  // asio leaves a completed op's cancellation handler in the slot; a later emit must not
-  // reach it.
-  if (stream_.read_cancellable()) read_cancel_.slot().clear();
-  const bool reclaimed = std::exchange(reclaim_pending_, false);
-  if (closed_) return;
-  if (reclaimed && ec == asio::error::operation_aborted) {  // nothing was read
-    shrink_idle_read_buffer();
-    read_more();
-    return;
-  }
-  if (ec) {
-    stop_reading_ = true;
-    if (ec != asio::error::eof) {
+  switch (gate_.read_done(ec)) {
+    case read_gate::read_end::bytes:
+      break;
+    case read_gate::read_end::again:  // the read was cancelled to shrink its buffer
+      gate_.read_more();
+      return;
+    case read_gate::read_end::ignore:
+      return;
+    case read_gate::read_end::failed:
       close();
       return;
-    }
-    // EOF: the peer sends nothing more. Its running calls are cancelled and their memory
-    // returned (a client that half-closed may still read what is already queued).
-    on_peer_finished();
-    close_if_done();
-    return;
+    case read_gate::read_end::peer_finished:
+      // EOF: the peer sends nothing more. Its running calls are cancelled and their memory
+      // returned (a client that half-closed may still read what is already queued).
+      on_peer_finished();
+      close_if_done();
+      return;
+    case read_gate::read_end::stopped:  // draining: requests that arrive now are not started
+      close_if_done();
+      return;
   }
-  if (stop_reading_) {  // draining: requests that arrive now are not started
-    close_if_done();
-    return;
-  }
-  read_time_ = std::chrono::steady_clock::now();  // deadlines count from arrival
-  frames_.commit_read(n, core_.stats, read_time_);
+  const auto now = std::chrono::steady_clock::now();  // deadlines count from arrival
+  dispatch_.arrived(now);
+  frames_.commit_read(n, core_.stats, now);
   metrics_.received(n);
-  const bool ok = process_frames();
-  flush(live_.batch_end);
-  settle_replies();
-  if (ok) read_more();
-  close_if_done();
+  run_batch();
 }
 
-void server_connection::on_peer_finished() {
-  peer_finished_ = true;
-  cancel_all_running();
-}
-
-void server_connection::resume_dispatch() {
-  if (closed_ || paused()) return;
-  if (stop_reading_) {  // draining: frames still buffered are not started
+void server_connection::resume() {
+  if (gate_.closed() || paused()) return;
+  if (gate_.stopped()) {  // draining: frames still buffered are not started
     close_if_done();
     return;
   }
-  const bool ok = process_frames();  // what waited in the buffer, then read on
-  flush(live_.batch_end);
-  settle_replies();
-  if (ok) read_more();
+  run_batch();  // what waited in the buffer, then read on
+}
+
+void server_connection::run_batch() {
+  const bool ok = process_frames();
+  writer_.flush(watch_.live.batch_end);
+  writer_.settle();
+  if (ok) gate_.read_more();
   close_if_done();
 }
 
 bool server_connection::process_frames() {
-  dispatching_ = true;
-  batch_start_bytes_ = pending_.size();
-  yielded_ = false;
-  batch_frames_ = 0;
-  batch_requests_ = false;
-  byte_buffer& buf = frames_.read_buffer();
-  if (skip_ != 0) {  // the rest of a refused frame
-    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(skip_, buf.size()));
-    buf.consume(n);
-    skip_ -= n;
-  }
+  gate_.begin_batch(writer_.pending_bytes());
   bool ok = true;
-  if (skip_ == 0) {
+  if (gate_.skip_refused()) {
     request_role role{*this};
     ok = frames_.process(role);
   }
-  dispatching_ = false;
-  if (timer_) {
-    const time_point now = std::chrono::steady_clock::now();  // after the handlers ran
-    live_.batch_end = now;
-    if (batch_requests_) live_.last_activity = now;
-    const bool partial = !buf.empty() || skip_ != 0;  // a frame is still arriving
-    if (partial && live_.frame_started == time_point{}) live_.frame_started = now;
-    if (!partial) live_.frame_started = {};
+  gate_.end_batch();
+  byte_buffer& buf = frames_.read_buffer();
+  if (watch_.timed()) {
+    connection_liveness& live = watch_.live;
+    const auto now = std::chrono::steady_clock::now();  // after the handlers ran
+    live.batch_end = now;
+    if (gate_.batch_requests()) live.last_activity = now;
+    const bool partial = !buf.empty() || gate_.skipping();  // a frame is still arriving
+    if (partial && live.frame_started == connection_liveness::time_point{})
+      live.frame_started = now;
+    if (!partial) live.frame_started = {};
   }
-  metrics_.end_batch(timer_ ? live_.batch_end : time_point{});  // the calls answered in this batch
-  core_.stats.on_frames_received(batch_frames_);
+  // The calls answered in this batch.
+  metrics_.end_batch(watch_.timed() ? watch_.live.batch_end : connection_liveness::time_point{});
+  core_.stats.on_frames_received(gate_.batch_frames());
   frames_.end_batch(core_.config.read_buffer_size, core_.memory.has_waiters());
-  mem_.end_batch();
-  mem_.settle_read(buf.capacity());
-  if (!holding_ && stream_.read_cancellable() && buf.capacity() > core_.config.read_buffer_size) {
-    holding_ = true;  // until reclaimed: then registered again by a later batch
-    std::weak_ptr<server_connection> weak =
-        std::static_pointer_cast<server_connection>(shared_from_this());
-    core_.memory.add_holder(this, [weak] {
-      if (auto c = weak.lock()) asio::post(c->reactor_, [c] { c->reclaim_read_buffer(); });
-    });
-  }
+  mem().end_batch();
+  mem().settle_read(buf.capacity());
+  gate_.offer_grown_buffer();
   return ok;
 }
 
@@ -200,7 +141,7 @@ void server_connection::request_role::on_bad_frame(const protocol::frame_header&
 }
 
 void server_connection::request_role::on_partial_frame(const protocol::frame_header& h) {
-  c.grow_for_frame(h);
+  c.gate_.grow_for_frame(h);
 }
 
 frame_verdict server_connection::request_role::on_frame(const protocol::frame_header& h,
@@ -209,128 +150,97 @@ frame_verdict server_connection::request_role::on_frame(const protocol::frame_he
   if (h.type == protocol::msg_type::request) [[likely]] {
     bool ok = true;
     try {
-      if (!c.admit_request(h, payload, ok)) return ok ? frame_verdict::hold : frame_verdict::fail;
+      if (!c.dispatch_.admit_request(h, payload, ok)) {
+        return ok ? frame_verdict::hold : frame_verdict::fail;
+      }
     } catch (...) {
       // Out of memory in our own bookkeeping (handlers' and decoders' exceptions are
       // answered where they happen): this connection cannot keep its replies consistent.
-      c.mem_.return_admitted();
+      c.mem().return_admitted();
       c.close();
       return frame_verdict::fail;
     }
-    c.batch_requests_ = true;
-    ++c.batch_frames_;
+    c.gate_.count_frame(true);
   } else if (h.type >= protocol::msg_type::stream_item) {
     if (!c.on_stream_frame(h, payload)) return frame_verdict::hold;
-    ++c.batch_frames_;
-    c.batch_requests_ = true;
+    c.gate_.count_frame(true);
   } else if (h.type == protocol::msg_type::rdma_setup) {
-    c.on_rdma_setup(h, payload);
+    c.setup_.on_rdma_setup(h, payload);
     v = frame_verdict::last;  // the client sends nothing more on this socket
   } else {
     c.on_control(h);
   }
-  c.live_.frame_started = {};  // whatever follows started arriving with this batch
+  c.watch_.live.frame_started = {};  // whatever follows started arriving with this batch
   // (Only with another frame behind this one: an empty continuation would look like a batch
   // that held no big frame and shrink the buffer.)
-  if (c.pending_.size() > c.batch_start_bytes_ + turn_budget && v == frame_verdict::next &&
+  if (c.gate_.turn_spent(c.writer_.pending_bytes()) && v == frame_verdict::next &&
       c.frames_.read_buffer().size() >= h.frame_size() + protocol::header_size) [[unlikely]] {
-    c.yielded_ = true;
+    c.gate_.yield();
     v = frame_verdict::last;
   }
   return v;
 }
 
-bool server_connection::admit_request(const protocol::frame_header& h, const char* payload,
-                                      bool& ok) {
-  const handler_entry* entry = core_.find(h.function_id);
-  const bool blocking = entry != nullptr && entry->blocking;
-  const bool duplicate = running_.find(h.request_id) != nullptr;
-  if (adm_.admits_request(h, duplicate, blocking, queued_reply_bytes())) [[likely]] {
-    served_request_ = true;
-    dispatch(h, payload, entry);
-    mem_.return_admitted();  // unless a coroutine call took the bytes
-    return true;
-  }
-  return act_on(adm_.decide_request(h, duplicate, blocking, queued_reply_bytes()), h, payload,
-                entry, ok);
-}
-
-bool server_connection::act_on(verdict v, const protocol::frame_header& h, const char* payload,
-                               const handler_entry* entry, bool& ok) {
-  switch (v.what) {
-    case verdict::kind::admit:
-      served_request_ = true;
-      dispatch(h, payload, entry);
-      mem_.return_admitted();
-      return true;
-    case verdict::kind::refuse:
-      reply_error(h.request_id, v.code, v.message);
-      return true;
-    case verdict::kind::fail:
-      fail(0, v.code, v.message);
-      ok = false;
-      return false;
-    case verdict::kind::pause:
-      break;
-  }
-  pause_for(v);
-  return false;
-}
-
 void server_connection::pause_for(const verdict& v) {
   if (v.reason == pause_reason::memory) {
-    wait_for_memory(false, v.need);
+    gate_.wait_for_memory(false, v.need);
     return;
   }
   core_.stats.on_admission_pause();
-  adm_.pause(v.reason);  // replies: on_write resumes; calls, workers: call_finished does
-  if (v.reason == pause_reason::replies) hold_replies();
-  watch_hangup();
+  adm_.pause(v.reason);  // replies: on_written resumes; calls, workers: call_finished does
+  if (v.reason == pause_reason::replies) writer_.hold();
+  watch_.watch_hangup();
 }
 
-void server_connection::dispatch(const protocol::frame_header& h, const char* payload,
-                                 const handler_entry* entry) {
-  request_view req{h.request_id, h.function_id, h.signature,
-                   std::string_view(payload, h.body_length),
-                   std::string_view(payload + h.body_length, h.attachment_length)};
-  metrics_.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method, h.request_id,
-                 h.payload_size(), read_time_);
-  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
-    if (!read_flags(h, req)) {
-      metrics_.end_dispatch();
-      return;
-    }
-  }
-  if (h.timeout_ms != 0) {
-    req.deadline = read_time_ + std::chrono::milliseconds(h.timeout_ms);
-    // Requests queued behind slow work: the caller has given up, so don't run the handler.
-    if (std::chrono::steady_clock::now() >= req.deadline) {
-      reply_error(h.request_id, rpc_errc::timeout,
-                  "deadline of " + std::to_string(h.timeout_ms) +
-                      " ms passed before the handler could run");
-      metrics_.end_dispatch();
-      return;
-    }
-  }
-  if (entry == nullptr) {
-    char msg[64];
-    std::snprintf(msg, sizeof msg, "no handler registered for function id 0x%08x",
-                  static_cast<unsigned>(h.function_id));
-    reply_error(h.request_id, rpc_errc::function_not_found, msg);
-    metrics_.end_dispatch();
+void server_connection::on_written() {
+  if (setup_.switching() && !gate_.closed()) setup_.switch_to_rdma();  // its answer is out
+  writer_.flush();
+  writer_.settle();
+  wake_writable();
+  if (adm_.paused_for(pause_reason::replies) && !mem().replies_full(writer_.queued_bytes())) {
+    adm_.lift(pause_reason::replies);
+    resume();  // the frames left in the buffer first, then read on
     return;
   }
-  running_.reserve_one();  // a coroutine call's slot in the index, before it starts
-  if (entry->limit != nullptr) [[unlikely]] {
-    invoke_limited(*entry, req);
-  } else {
-    invoke(*entry, req);
-  }
-  metrics_.end_dispatch();
+  close_if_done();
 }
 
-void server_connection::invoke(const handler_entry& entry, const request_view& req) {
-  entry.invoke(entry.object, *this, *this, *this, req);
+// ---- Frames other than requests ----
+
+bool server_connection::on_stream_frame(const protocol::frame_header& h, const char* payload) {
+  request_context* ctx = running_.find(h.request_id);
+  stream_link* link = ctx == nullptr ? nullptr : request_context_access::stream(*ctx);
+  if (link == nullptr) return true;  // its stream has ended: the client learns from its reply
+  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
+    // No must-understand bit of a stream frame is known: what the frame means is unknown, so
+    // the stream cannot go on (other calls can: the frame's lengths are good).
+    reply_error(h.request_id, rpc_errc::bad_request, protocol::describe_unknown_must_understand(h));
+    request_context_access::cancel(*ctx);
+    return true;
+  }
+  switch (h.type) {
+    case protocol::msg_type::stream_item: {
+      const std::size_t cost = protocol::stream_item_cost(h.body_length);
+      if (verdict v = adm_.admit_item(cost); !v.admitted()) [[unlikely]] {
+        if (v.what == verdict::kind::pause) {
+          pause_for(v);
+          return false;
+        }
+        reply_error(h.request_id, v.code, v.message);  // the item is dropped
+        request_context_access::cancel(*ctx);
+        return true;
+      }
+      link->on_item(std::string_view(payload, h.body_length));
+      break;
+    }
+    case protocol::msg_type::stream_end:
+      link->on_writes_closed();
+      break;
+    default:  // stream_credit
+      link->on_credit(h.credit);
+      break;
+  }
+  return true;
 }
 
 void server_connection::on_control(const protocol::frame_header& h) {
@@ -345,94 +255,141 @@ void server_connection::on_control(const protocol::frame_header& h) {
     case protocol::msg_type::ping:
       // The pong states this server's reactor count: a client pool
       // opens up to one connection per reactor. Peers that predate it ignore the field.
-      queue_control(protocol::make_pong(h.request_id, core_.reactor_count()));
+      writer_.queue_control(protocol::make_pong(h.request_id, core_.reactor_count()));
       break;
     default:  // pong: hearing it was the point
       break;
   }
 }
 
-void server_connection::queue_control(const protocol::frame_header& h) {
-  if (closed_) return;
-  append_header_frame(pending_, h);
-  if (!dispatching_) flush();
-}
-
-void server_connection::frame_queued() {
-  pending_.count_frame();
-  if (closed_) {  // a coroutine handler finished after the connection went away
-    pending_.clear();
-    return;
-  }
-  if (!core_.config.coalesce_writes) {
-    write_each();
-    return;
-  }
-  // During dispatch the flush waits for the end of the batch: every reply to one recv
-  // leaves in one write. Replies from coroutine handlers flush at once.
-  if (!dispatching_) {
-    flush();
-    settle_replies();
+void server_connection::cancel_running(std::uint64_t request_id) {
+  request_context* c = running_.find(request_id);  // O(1): a peer may send cancels by the million
+  if (c != nullptr && !request_context_access::cancel_requested(*c)) {
+    core_.stats.on_cancelled();
+    request_context_access::cancel(*c);
   }
 }
 
-void server_connection::write_each() {
-  // coalesce_writes off, the baseline it is measured against: one blocking write syscall
-  // per reply, no batching at all.
-  if (writing_ || closed_) return;
-  std::error_code ec;
-  std::uint64_t calls = 0;
-  std::size_t n = 0;
-  if (rdma_next_ || !stream_.write_blocking(pending_.buffers(), &calls, n, ec)) {
-    flush();  // RDMA writes complete asynchronously: one frame per flush
-    return;
-  }
-  core_.stats.on_write(pending_.frames(), calls, n);
-  metrics_.sent(n);
-  pending_.clear();
-  if (ec) close();
+void server_connection::cancel_all_running() {
+  // cancel() only emits a signal and resumes nothing inline, so the index stays as it is.
+  running_.for_each([](request_context* c) { request_context_access::cancel(*c); });
 }
 
-void server_connection::flush(time_point now) {
-  if (writing_ || closed_ || pending_.empty()) return;
-  std::swap(pending_, frames_.sending());
-  streams_.write_started();
-  writing_ = true;
-  if (core_.config.write_timeout.count() > 0) {
-    live_.write_moved = now != time_point{} ? now : std::chrono::steady_clock::now();
-    // Big replies are what a peer that stops reading leaves behind: known to the memory
-    // waiters, they are reclaimed (the connection closed) if they stop moving.
-    if (frames_.sending().size() >= 64 * 1024) hold_replies();
-  }
-  auto self = std::static_pointer_cast<server_connection>(shared_from_this());
-  frames_.write(stream_, &live_.write_moved,
-                [self](const std::error_code& ec, std::size_t n) { self->on_write(ec, n); });
+void server_connection::on_peer_finished() {
+  gate_.peer_finished();
+  cancel_all_running();
 }
 
-void server_connection::on_write(const std::error_code& ec, std::size_t n) {
-  writing_ = false;
-  frames_.end_write(n, core_.stats);
-  streams_.write_done();  // their borrowed items are no longer referenced
-  metrics_.sent(n);
-  if (ec) {
-    close();
-    return;
-  }
-  if (rdma_next_ && !closed_) switch_to_rdma();  // the rdma_setup answer is out
-  flush();
-  settle_replies();
-  wake_writable();
-  if (adm_.paused_for(pause_reason::replies) && !mem_.replies_full(queued_reply_bytes())) {
-    adm_.lift(pause_reason::replies);
-    resume_dispatch();  // the frames left in the buffer first, then read on
-    return;
+// ---- Calls: their start and end (call_budget), spans and metrics ----
+
+void server_connection::call_started(request_context& ctx) noexcept {
+  adm_.call_started();
+  // The call keeps its request bytes and state.
+  request_context_access::memory_charge(ctx) = mem().take_admitted();
+  request_context_access::arrived(ctx) = dispatch_.arrival();  // it is being dispatched
+  metrics_.call_started();
+  running_.insert(&ctx);  // admit_request refused a duplicate id; dispatch reserved the slot
+  dispatch_.call_started(ctx);
+  if (gate_.peer_gone()) request_context_access::cancel(ctx);  // nobody reads its reply
+  core_.handler_started();
+}
+
+void server_connection::call_finished(request_context& ctx) noexcept {
+  if (ctx.trace() != nullptr) [[unlikely]]
+    span_ended(ctx);
+  const bool resume_now = adm_.call_finished(request_context_access::blocking(ctx),
+                                             request_context_access::memory_charge(ctx));
+  metrics_.call_finished(call_metrics(ctx.request_id()), request_context_access::arrived(ctx));
+  running_.erase(&ctx);
+  if (method_limit* l = request_context_access::limit(ctx)) l->release();
+  mem().call_done(std::exchange(request_context_access::memory_charge(ctx), 0));
+  watch_.live.last_activity = std::chrono::steady_clock::now();
+  core_.handler_finished();
+  if (resume_now && !gate_.closed()) {
+    // Not inline: a handler that finishes synchronously would dispatch from inside dispatch.
+    asio::post(reactor_, [self = self()] { self->resume(); });
   }
   close_if_done();
 }
 
+bool server_connection::submit_blocking(blocking_job& job, std::uint64_t request_id) {
+  if (!core_.submit_blocking(job, dispatch_.lane(), *this, request_id, adm_.blocking_light())) {
+    return false;
+  }
+  // Its place in this connection's share of the queue, until the call ends (call_finished).
+  request_context* ctx = running_.find(request_id);
+  if (ctx != nullptr) {
+    request_context_access::blocking(*ctx) = true;
+    adm_.blocking_queued(request_context_access::memory_charge(*ctx));
+  }
+  return true;
+}
+
+void server_connection::span_ended(request_context& ctx) noexcept {
+  auto& traced = request_context_access::span(ctx);
+  if (!traced || !core_.config.on_span) return;
+  span s;
+  s.context = traced->context;
+  s.parent_span_id = traced->parent_span_id;
+  const handler_entry* entry = core_.find(ctx.function_id());
+  if (entry != nullptr) s.name = entry->name;
+  s.start = traced->start;
+  s.duration = std::chrono::steady_clock::now() - traced->steady_start;
+  s.status = request_context_access::cancel_requested(ctx) ? rpc_errc::cancelled : traced->status;
+  try {
+    core_.config.on_span(s);
+  } catch (...) {  // the exporter's failure is not the call's
+  }
+}
+
+metrics::method_stats* server_connection::running_call_metrics(std::uint64_t request_id) {
+  if (!metrics_.on()) return nullptr;
+  request_context* ctx = running_.find(request_id);  // a coroutine call answering
+  const handler_entry* entry = ctx == nullptr ? nullptr : core_.find(ctx->function_id());
+  return entry == nullptr ? nullptr : &metrics_.shard()->at(entry->index);
+}
+
+// ---- Streams (stream_port) ----
+
+bool server_connection::admit_stream(std::uint64_t request_id) {
+  if (verdict v = adm_.open_stream(); !v.admitted()) {
+    reply_error(request_id, v.code, v.message);
+    return false;
+  }
+  watch_.stream_opened();
+  return true;
+}
+
+void server_connection::send_credit(std::uint64_t request_id, std::uint32_t bytes) {
+  writer_.queue_control(protocol::make_credit(request_id, bytes));
+}
+
+void server_connection::wake_writable() {
+  if (streams_.writable_waiting() && !mem().replies_full(writer_.queued_bytes())) {
+    streams_.wake_writable();
+  }
+}
+
+void server_connection::wait_written(stream_link* link) {
+  if (gate_.closed()) {
+    link->on_written();  // nothing queued now will be written
+    return;
+  }
+  streams_.wait_written(link);
+}
+
+// ---- The end ----
+
+void server_connection::refuse(std::string reason) { refuse_with(rpc_errc::server_busy, reason); }
+
+void server_connection::refuse_with(rpc_errc code, std::string_view reason) {
+  fail(0, code, reason);
+  writer_.flush();
+}
+
 void server_connection::fail(std::uint64_t request_id, rpc_errc code, std::string_view message) {
   reply_error(request_id, code, message);
-  stop_reading_ = true;
+  gate_.stop();
   // Nothing more is read, so a stream could wait for the client's items forever and hold
   // the connection open: streams end here (plain calls still finish and are answered).
   running_.for_each([](request_context* c) {
@@ -441,50 +398,38 @@ void server_connection::fail(std::uint64_t request_id, rpc_errc code, std::strin
 }
 
 void server_connection::begin_drain() {
-  draining_ = true;
+  gate_.drain();
   adm_.stop_admitting();
   // Open streams still move (items, credit, the client's end): their frames are read on
   // until the last one has ended, and requests arriving meanwhile are refused. Without
   // streams, nothing more is read.
-  if (adm_.open_streams() == 0) stop_reading_ = true;
+  if (adm_.open_streams() == 0) gate_.stop();
   close_if_done();
 }
 
 void server_connection::close_if_done() {
-  if (closed_) return;
-  if (draining_ && adm_.open_streams() == 0) stop_reading_ = true;  // the last stream has ended
-  if (!stop_reading_) return;
+  if (gate_.closed()) return;
+  if (gate_.draining() && adm_.open_streams() == 0) gate_.stop();  // the last stream has ended
+  if (!gate_.stopped()) return;
   // After the peer's FIN its calls are cancelled and their replies discarded: only what is
   // already queued is still written.
-  if ((adm_.calls() == 0 || peer_finished_) && !writing_ && pending_.empty()) close();
+  if ((adm_.calls() == 0 || gate_.peer_gone()) && writer_.idle()) close();
 }
 
 void server_connection::force_close() { close(); }
 
 void server_connection::close() {
-  if (closed_) return;
-  closed_ = true;
-  if (holding_) core_.memory.remove_holder(this);
-  if (holding_replies_) core_.memory.remove_holder(&holding_replies_);
-  if (timer_) timer_->cancel();
-  if (pre_auth_) end_pre_auth(false);  // its place is free the moment the peer is gone
-  if (!stream_.is_rdma()) {
-    // The buffer goes back to this reactor's pool: no read lands in it any more (a socket
-    // read in flight completes as aborted once the socket closes below). An RDMA stream may
-    // still copy into it until its own close completes, so that one stays until the end.
-    const auto [data, capacity] = frames_.read_buffer().release_storage();
-    if (capacity != 0) buffer_pool::for_this_thread().release({data, capacity});
-    mem_.settle_read(0);
-  }
+  if (!gate_.close()) return;
+  writer_.closed();
+  watch_.closed();
+  setup_.closed();
+  gate_.closed_socket();
   cancel_all_running();  // nobody will read their replies
   streams_.closed();
-  if (rdma_next_) rdma_next_->close();
   // An RDMA stream is counted closed once it has let its last SENDs complete (a draining
   // server's final replies), so stop() does not tear the reactors down under them.
   const bool later =
-      stream_.close([self = std::static_pointer_cast<server_connection>(shared_from_this())] {
-        self->core_.on_connection_closed(self.get());
-      });
+      stream_.close([self = self()] { self->core_.on_connection_closed(self.get()); });
   if (!later) core_.on_connection_closed(this);
 }
 

@@ -1,0 +1,146 @@
+// A server connection's requests, from admission's verdict to the handler's invoker.
+// docs/architecture.md, "Dispatch" and "Blocking handlers and method limits".
+#include "dispatcher.hpp"
+
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "corvid/server/request_context.hpp"
+
+#include "../protocol/trace_prefix.hpp"
+#include "method_limit.hpp"
+#include "server_connection.hpp"
+#include "server_core.hpp"
+
+namespace corvid::detail {
+
+bool dispatcher::admit_request(const protocol::frame_header& h, const char* payload, bool& ok) {
+  const handler_entry* entry = c_.core_.find(h.function_id);
+  const bool blocking = entry != nullptr && entry->blocking;
+  const bool duplicate = c_.running_.find(h.request_id) != nullptr;
+  const std::size_t queued = c_.writer_.queued_bytes();
+  if (c_.adm_.admits_request(h, duplicate, blocking, queued)) [[likely]] {
+    served_ = true;
+    dispatch(h, payload, entry);
+    c_.mem().return_admitted();  // unless a coroutine call took the bytes
+    return true;
+  }
+  return act_on(c_.adm_.decide_request(h, duplicate, blocking, queued), h, payload, entry, ok);
+}
+
+bool dispatcher::act_on(verdict v, const protocol::frame_header& h, const char* payload,
+                        const handler_entry* entry, bool& ok) {
+  switch (v.what) {
+    case verdict::kind::admit:
+      served_ = true;
+      dispatch(h, payload, entry);
+      c_.mem().return_admitted();
+      return true;
+    case verdict::kind::refuse:
+      c_.writer_.reply_error(h.request_id, v.code, v.message);
+      return true;
+    case verdict::kind::fail:
+      c_.fail(0, v.code, v.message);
+      ok = false;
+      return false;
+    case verdict::kind::pause:
+      break;
+  }
+  c_.pause_for(v);
+  return false;
+}
+
+void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
+                          const handler_entry* entry) {
+  request_view req{h.request_id, h.function_id, h.signature,
+                   std::string_view(payload, h.body_length),
+                   std::string_view(payload + h.body_length, h.attachment_length)};
+  metrics::call_recorder& metrics = c_.metrics_;
+  metrics.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method, h.request_id,
+                h.payload_size(), arrived_);
+  // 1. What the frame's flags say about its body (the trace context before the arguments).
+  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
+    if (!read_flags(h, req)) {
+      metrics.end_dispatch();
+      return;
+    }
+  }
+  // 2. The caller's deadline: requests queued behind slow work, whose caller has given up,
+  // do not run.
+  if (h.timeout_ms != 0) {
+    req.deadline = arrived_ + std::chrono::milliseconds(h.timeout_ms);
+    if (std::chrono::steady_clock::now() >= req.deadline) {
+      c_.writer_.reply_error(h.request_id, rpc_errc::timeout,
+                             "deadline of " + std::to_string(h.timeout_ms) +
+                                 " ms passed before the handler could run");
+      metrics.end_dispatch();
+      return;
+    }
+  }
+  // 3. The method.
+  if (entry == nullptr) {
+    char msg[64];
+    std::snprintf(msg, sizeof msg, "no handler registered for function id 0x%08x",
+                  static_cast<unsigned>(h.function_id));
+    c_.writer_.reply_error(h.request_id, rpc_errc::function_not_found, msg);
+    metrics.end_dispatch();
+    return;
+  }
+  // 4. Its concurrency limit, then the handler.
+  c_.running_.reserve_one();  // a coroutine call's slot in the index, before it starts
+  if (entry->limit != nullptr) [[unlikely]] {
+    invoke_limited(*entry, req);
+  } else {
+    invoke(*entry, req);
+  }
+  metrics.end_dispatch();
+}
+
+void dispatcher::invoke(const handler_entry& entry, const request_view& req) {
+  entry.invoke(entry.object, c_, c_, c_, req);
+}
+
+void dispatcher::invoke_limited(const handler_entry& entry, const request_view& req) {
+  if (!entry.limit->try_acquire()) {
+    c_.writer_.reply_error(req.request_id, rpc_errc::server_busy, entry.limit->refusal());
+    return;
+  }
+  limit_ = entry.limit.get();
+  try {
+    invoke(entry, req);
+  } catch (...) {
+    if (limit_ != nullptr) std::exchange(limit_, nullptr)->release();
+    throw;
+  }
+  // A call that started (call_started) took the place with it; otherwise it ended here.
+  if (limit_ != nullptr) std::exchange(limit_, nullptr)->release();
+}
+
+void dispatcher::call_started(request_context& ctx) noexcept {
+  request_context_access::limit(ctx) = std::exchange(limit_, nullptr);
+}
+
+bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) {
+  // A bit this build does not know may change what the body holds (as the trace flag does):
+  // refused whole, before a byte of it is read as arguments.
+  if (protocol::unknown_must_understand(h) != 0) {
+    c_.writer_.reply_error(h.request_id, rpc_errc::bad_request,
+                           protocol::describe_unknown_must_understand(h));
+    return false;
+  }
+  if ((h.flags & protocol::flag_trace) == 0) return true;
+  if (req.body.size() < protocol::trace_prefix_size) {
+    c_.writer_.reply_error(h.request_id, rpc_errc::bad_request,
+                           "the trace flag is set but the body is shorter than a trace context (" +
+                               std::to_string(protocol::trace_prefix_size) + " bytes)");
+    return false;
+  }
+  caller_trace_ = protocol::decode_trace_prefix(req.body.data());
+  req.body.remove_prefix(protocol::trace_prefix_size);
+  // An invalid context (an all-zero id) is dropped, as W3C asks: the call runs untraced.
+  if (caller_trace_.valid()) req.trace = &caller_trace_;
+  return true;
+}
+
+}  // namespace corvid::detail

@@ -1,0 +1,70 @@
+#pragma once
+// A server connection's requests, from admission's verdict to the handler: the method looked
+// up, the must-understand flags and the trace context read off the body, the deadline
+// checked, the method's concurrency limit held, and the invoker run. Each step either passes
+// the call on or answers it with an error; a check that decides whether a call may run
+// (an interceptor) is one more such step, in `dispatch`, after the method is known and
+// before its limit is taken. Reactor thread only.
+#include <chrono>
+#include <cstdint>
+
+#include "corvid/protocol/frame_header.hpp"
+#include "corvid/trace/trace_context.hpp"
+
+#include "../admission/verdict.hpp"
+#include "blocking_lane.hpp"
+
+namespace corvid {
+class request_context;
+}
+
+namespace corvid::detail {
+
+class server_connection;
+class method_limit;
+struct handler_entry;
+struct request_view;
+
+class dispatcher {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  explicit dispatcher(server_connection& c) noexcept : c_(c) {}
+
+  // The next frame is a request: whether it may be dispatched now. False = stop the batch
+  // (paused, or the frame was refused and the stream cannot continue: `ok` false).
+  bool admit_request(const protocol::frame_header& h, const char* payload, bool& ok);
+  // A coroutine call has started: it takes the method limit's place with it.
+  void call_started(request_context& ctx) noexcept;
+  // The request was read at `t`: its deadline counts from then.
+  void arrived(time_point t) noexcept { arrived_ = t; }
+  time_point arrival() const noexcept { return arrived_; }
+  // A request has been dispatched (an rdma_setup is then refused).
+  bool served() const noexcept { return served_; }
+  blocking_lane& lane() noexcept { return lane_; }
+
+ private:
+  // Carries out admission's verdict on a request that did not pass the common checks:
+  // dispatches, answers the refusal, fails the connection or pauses it (false).
+  [[gnu::cold, gnu::noinline]] bool act_on(verdict v, const protocol::frame_header& h,
+                                           const char* payload, const handler_entry* entry,
+                                           bool& ok);
+  void dispatch(const protocol::frame_header& h, const char* payload, const handler_entry* entry);
+  // A request with must-understand flag bits: takes the trace context off its body
+  // (protocol::flag_trace). False when a bit is unknown, or the body is too short for a trace
+  // context: the request is answered bad_request, before anything else reads its body.
+  [[gnu::cold, gnu::noinline]] bool read_flags(const protocol::frame_header& h, request_view& req);
+  // For a method with a set_method_limit: refused at the limit, otherwise holds a place in
+  // it until the call ends (handed to the call's context if it outlives dispatch).
+  [[gnu::noinline]] void invoke_limited(const handler_entry& entry, const request_view& req);
+  void invoke(const handler_entry& entry, const request_view& req);
+
+  server_connection& c_;
+  time_point arrived_{};           // when the batch being dispatched was read
+  trace_context caller_trace_;     // the request being dispatched's, while it is
+  method_limit* limit_ = nullptr;  // the limit invoke_limited holds for the call starting
+  blocking_lane lane_;             // its blocking calls waiting for a worker (the pool's)
+  bool served_ = false;
+};
+
+}  // namespace corvid::detail

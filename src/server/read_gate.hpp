@@ -1,0 +1,118 @@
+#pragma once
+// A server connection's incoming side: whether it reads, the read in flight, the read buffer
+// and its memory (taken, grown for a frame, given back when idle or when others wait), and
+// the batch of frames one read delivered. Two enums say where it stands: the phase of its
+// life (open → draining → stopped → peer finished → closed, only ever forward) and what its
+// socket read is doing. Reactor thread only.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <system_error>
+
+#include "corvid/protocol/frame_header.hpp"
+
+#include "../runtime/asio_all.hpp"
+
+namespace corvid::detail {
+
+class server_connection;
+
+class read_gate {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  enum class phase : unsigned char {
+    open,
+    draining,       // stop(): reading on only while streams are open
+    stopped,        // drain, protocol error or peer EOF: read nothing more
+    peer_finished,  // FIN from the peer: its running calls were cancelled
+    closed,
+  };
+  enum class read_state : unsigned char {
+    idle,
+    reading,     // a socket read is in flight
+    reclaiming,  // ... and was cancelled to shrink its buffer
+    yielded,     // the batch spent its turn: frames wait in the buffer for a posted resume
+  };
+  // What a completed read means for the connection.
+  enum class read_end : unsigned char { bytes, again, ignore, peer_finished, failed, stopped };
+
+  explicit read_gate(server_connection& c) noexcept : c_(c) {}
+
+  bool closed() const noexcept { return phase_ == phase::closed; }
+  bool stopped() const noexcept { return phase_ >= phase::stopped; }
+  bool peer_gone() const noexcept { return phase_ >= phase::peer_finished; }
+  bool draining() const noexcept { return phase_ == phase::draining; }
+  void stop() noexcept { advance(phase::stopped); }
+  void drain() noexcept { advance(phase::draining); }
+  void peer_finished() noexcept { advance(phase::peer_finished); }
+  bool close() noexcept;  // false when it already was
+
+  // Takes the read buffer (charged first; without room it waits for read memory), then reads.
+  void begin();
+  // Reads on, unless something holds it back (a pause, the turn budget, a phase).
+  void read_more();
+  read_end read_done(const std::error_code& ec) noexcept;
+
+  // The batch one read delivered.
+  void begin_batch(std::size_t queued_replies) noexcept;
+  void end_batch() noexcept { in_batch_ = false; }
+  // Replies queued meanwhile wait for the batch's end, to leave in one write.
+  bool in_batch() const noexcept { return in_batch_; }
+  // The batch has queued more than its turn's share of replies while frames remain: it ends,
+  // and the rest goes on after the reactor's other connections.
+  bool turn_spent(std::size_t queued_replies) const noexcept;
+  void yield() noexcept { read_ = read_state::yielded; }
+  void count_frame(bool request) noexcept {
+    ++batch_frames_;
+    batch_requests_ = batch_requests_ || request;
+  }
+  std::uint64_t batch_frames() const noexcept { return batch_frames_; }
+  bool batch_requests() const noexcept { return batch_requests_; }
+  // Skips what is left of a refused frame; false while bytes of it are still to come.
+  bool skip_refused() noexcept;
+  bool skipping() const noexcept { return skip_ != 0; }
+  // Registers an idle grown buffer with server_memory, which asks for it back.
+  void offer_grown_buffer();
+  bool yielded() const noexcept { return read_ == read_state::yielded; }
+  bool reading() const noexcept {
+    return read_ == read_state::reading || read_ == read_state::reclaiming;
+  }
+  bool grown_frame_waits() const noexcept;
+
+  // Makes room for the rest of a frame that has begun to arrive: grows the buffer with the
+  // bytes received (at most about twice them), never to what the header merely claims.
+  // Or waits for memory, or refuses the frame and skips its bytes as they come.
+  void grow_for_frame(const protocol::frame_header& h);
+  // Memory refused a read buffer or a call: stop reading until a release wakes us.
+  void wait_for_memory(bool for_read, std::size_t need);
+  // Someone waits for memory: an idle connection's grown buffer shrinks back to
+  // read_buffer_size (a socket read in flight on it is cancelled first, then reissued); one
+  // grown for a frame that stopped arriving is closed (see stall_grace).
+  void reclaim();
+  void closed_socket();  // gives the buffer back, forgets the holder registration
+
+ private:
+  void advance(phase p) noexcept {
+    if (phase_ < p) phase_ = p;
+  }
+  void post_resume();
+  void resume_after_memory();
+  void shrink_idle();
+
+  server_connection& c_;
+  phase phase_ = phase::open;
+  read_state read_ = read_state::idle;
+  bool resume_posted_ = false;  // the yielded batch's resume is queued (at most one)
+  bool holding_ = false;        // its grown buffer is registered with server_memory
+  // Bytes of a refused frame still to be discarded as they arrive (a frame that could never
+  // fit the memory limit: answered message_too_large, then skipped, not stored).
+  std::uint64_t skip_ = 0;
+  std::uint64_t batch_frames_ = 0;     // RPC frames taken by the batch being processed
+  bool batch_requests_ = false;        // ... of which requests (activity, for idle_timeout)
+  bool in_batch_ = false;              // its frames are being acted on
+  std::size_t batch_start_bytes_ = 0;  // replies queued when the batch began (turn budget)
+  asio::cancellation_signal read_cancel_;
+};
+
+}  // namespace corvid::detail

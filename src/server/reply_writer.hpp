@@ -1,0 +1,76 @@
+#pragma once
+// A server connection's outgoing side: the replies, error replies, stream items and control
+// frames it queues, each reserved against the connection's memory before it is encoded, and
+// the write that carries them. During a batch the replies wait for its end, so every reply
+// to one read leaves in one write; afterwards they leave at once. Reactor thread only.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <system_error>
+
+#include "corvid/detail/outbound_queue.hpp"
+#include "corvid/error.hpp"
+#include "corvid/protocol/frame_header.hpp"
+
+namespace corvid {
+class request_context;
+}
+
+namespace corvid::detail {
+
+class server_connection;
+
+class reply_writer {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  explicit reply_writer(server_connection& c) noexcept : c_(c) {}
+
+  // A reply: reserved, its header placed (rewritten with the lengths by end_reply). Null =
+  // refused, and the error reply saying why is queued instead.
+  outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes);
+  void end_reply(request_context* ctx);
+  // Error frames are queued even past the reply limits (a call must end with its error), so
+  // they are kept small; the dispatch loop's pause at those limits bounds how many queue up.
+  void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message);
+  // A stream item: reserved like a reply; null = wait for the queue to drain.
+  outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes);
+  void end_item(std::size_t owned_bytes);
+  // A header-only frame (credit, ping, pong).
+  void queue_control(const protocol::frame_header& h);
+  // What a bypassing frame (an RDMA setup answer) appends directly.
+  outbound_queue& queue() noexcept { return pending_; }
+
+  // Starts a write of what is queued, if none is in flight. `now`: the time, if the caller
+  // has just read the clock (the write's stall clock starts there).
+  void flush(time_point now = {});
+  bool writing() const noexcept { return writing_; }
+  bool idle() const noexcept { return !writing_ && pending_.empty(); }
+  std::size_t queued_bytes() const noexcept;
+  std::size_t pending_bytes() const noexcept { return pending_.size(); }
+  void settle() noexcept;
+  // Replies its peer does not take while others wait for memory: registered with
+  // server_memory, which asks for them back (reclaim) when someone waits.
+  void hold();
+  void reclaim();
+  void closed();  // forgets the holder registration
+
+ private:
+  // begin_reply when the reply credit is short (out of the hot path): gives unused call
+  // credit back and tries again; false = refused, and the error reply saying why is queued.
+  [[gnu::cold, gnu::noinline]] bool retry_reply(std::uint64_t request_id, std::size_t frame_bytes);
+  void frame_queued();
+  void write_each();  // coalesce_writes off: one blocking write per frame
+  void on_write(const std::error_code& ec, std::size_t n);
+
+  server_connection& c_;
+  outbound_queue pending_;  // replies queued while a write is in flight
+  std::size_t mark_ = 0;    // where the open reply's frame begins
+  std::uint64_t id_ = 0;    // ... and its request id
+  bool open_ = false;       // a reply or item is being encoded
+  bool writing_ = false;
+  bool holding_ = false;  // registered with server_memory::add_holder
+};
+
+}  // namespace corvid::detail
