@@ -12,6 +12,7 @@ from ._codec import Codec, DecodeError, canonical, codec_for, decode, encode
 from ._connection import Reply
 from ._errors import ErrorCode, RpcError
 from ._frame import fingerprint, fnv1a32
+from ._method_config import HedgingPolicy, MethodConfig, MethodPolicy
 from ._remote import Remote, remote
 from ._stream import StreamCall
 from ._trace import TraceContext, current_trace, trace_scope
@@ -42,6 +43,9 @@ __all__ = [
     "DecodeError",
     "ErrorCode",
     "Fixed",
+    "HedgingPolicy",
+    "MethodConfig",
+    "MethodPolicy",
     "Monostate",
     "Remote",
     "Reply",

@@ -12,6 +12,7 @@ from typing import Any, AsyncIterator, TypeVar
 from . import _frame as fr
 from ._connection import Connection, PendingCall, Reply
 from ._errors import ErrorCode, RpcError
+from ._method_config import MethodConfig
 from ._outgoing import DEFAULT_WRITE_BUFFER_LIMIT
 from ._remote import Remote, Resolved
 from ._stream import StreamCall, StreamState
@@ -27,11 +28,17 @@ _UNSET: Any = object()
 def _timeout_ms(timeout: float) -> int:
     if timeout <= 0:
         return 1
-    return min(0xFFFFFFFF, max(1, math.ceil(timeout * 1000)))
+    # Rounded first: 2.007 * 1000 is 2007.0000000000002 in binary floating point, and the
+    # server must not be told a deadline 1 ms later than the caller's.
+    return min(0xFFFFFFFF, max(1, math.ceil(round(timeout * 1000, 6))))
 
 
 class Client:
-    """One connection to a corvid server. Make it with `await corvid.connect(...)`."""
+    """One connection to a corvid server. Make it with `await corvid.connect(...)`.
+
+    A call without a `timeout` gets its method's timeout from `methods` (a MethodConfig),
+    else `request_timeout`; streams get neither. Being one connection, the client neither
+    retries nor hedges: the other settings of `methods` are not acted on here."""
 
     def __init__(
         self,
@@ -44,10 +51,12 @@ class Client:
         max_in_flight: int | None = None,
         send_cancel: bool = True,
         write_buffer_limit: int = DEFAULT_WRITE_BUFFER_LIMIT,
+        methods: MethodConfig | None = None,
     ) -> None:
         if write_buffer_limit < 0:
             raise ValueError("write_buffer_limit must be 0 or more")
         self.request_timeout = request_timeout
+        self.methods = methods
         self.max_frame_size = max_frame_size
         self.heartbeat_interval = heartbeat_interval or 0.0
         self.heartbeat_timeout = heartbeat_timeout or 0.0
@@ -92,6 +101,15 @@ class Client:
         return self._conn.close_error
 
     # --- calls ---
+    def _default_timeout(self, name: str) -> float | None:
+        """The deadline of a call made without one: its method's, else request_timeout."""
+        methods = self.methods
+        if methods is not None:
+            timeout = methods.resolve(name).timeout
+            if timeout is not None:
+                return timeout
+        return self.request_timeout
+
     def _conn_or_raise(self) -> Connection:
         conn = self._conn
         if conn is None or conn.closed:
@@ -131,7 +149,9 @@ class Client:
                 ErrorCode.INVALID_ARGUMENT, f"arguments of {fn.name} do not encode: {e}"
             ) from None
         if timeout is _UNSET:
-            timeout = self.request_timeout
+            # Without a MethodConfig, as cheap as before it existed.
+            methods = self.methods
+            timeout = self.request_timeout if methods is None else self._default_timeout(fn.name)
         body_len = len(body) - fr.HEADER_SIZE
         total = body_len + len(attachment)
         if total > conn.max_frame:
@@ -205,7 +225,7 @@ class Client:
         if conn is None or not conn.out.paused:
             return timeout
         if timeout is _UNSET:
-            timeout = self.request_timeout
+            timeout = self._default_timeout(f.name)
         return await conn.writable(f.name, timeout)
 
     async def call(
@@ -326,7 +346,7 @@ async def connect(
 ) -> Client:
     """Connects to a corvid server: "host:port", "[::1]:port" or "unix:/path"; `ssl` for
     TLS (a client certificate loaded into the context gives mutual TLS). `config`: the
-    Client's options (request_timeout, max_frame_size, heartbeat_interval, ...).
+    Client's options (request_timeout, methods, max_frame_size, heartbeat_interval, ...).
     `ask_server_reactors`: ping before the first request and read the server's reactor count
     from its pong (docs/protocol.md, "Reactor count") into `client.server_reactors`."""
     kind, host, port = parse_endpoint(endpoint)

@@ -183,6 +183,28 @@ def test_timeout_ends_the_call_and_cancels_it_on_the_server(server: Server) -> N
     run(main())
 
 
+def test_a_call_without_a_timeout_takes_its_methods(server: Server) -> None:
+    async def main() -> None:
+        methods = corvid.MethodConfig.parse(
+            '{"methods": [{"name": "nap", "timeout_ms": 100},'
+            ' {"name": "*", "timeout_ms": 3000}]}'
+        )
+        async with await corvid.connect(
+            server.endpoint, request_timeout=600.0, methods=methods
+        ) as c:
+            before = await c.call(peer.naps_cancelled)
+            with pytest.raises(corvid.RpcError) as e:
+                await c.call(peer.nap, 30_000)
+            assert e.value.code == corvid.ErrorCode.TIMEOUT
+            await eventually(lambda: c.call(peer.naps_cancelled), before + 1)
+            # "*"'s deadline travels with the request; one given with the call wins.
+            assert 0 < await c.call(peer.deadline_ms) <= 3000
+            assert await c.call(peer.deadline_ms, timeout=None) == -1
+            assert await c.call(peer.nap, 1, timeout=30.0) is True
+
+    run(main())
+
+
 def test_cancelling_the_task_sends_the_cancel_frame(server: Server) -> None:
     async def main() -> None:
         async with await corvid.connect(server.endpoint) as c:

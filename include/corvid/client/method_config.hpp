@@ -1,8 +1,8 @@
 #pragma once
 // Per-method call settings in one place: the timeout, whether a method may run twice, its
 // retries and its hedging, for one method, a namespace of methods or every method. Set in code
-// or read from a JSON document (a language-neutral form; the Python client does not read it
-// yet):
+// or read from a JSON document (a language-neutral form; the Python client reads it too,
+// corvid.MethodConfig):
 //
 //   corvid::lb_config cfg;
 //   cfg.methods.set<&get_user>({.timeout = 200ms, .idempotent = true,
