@@ -143,7 +143,7 @@ void connection_setup::on_rdma_setup(const protocol::frame_header& h, const char
             "RDMA is not enabled on this server (rpc_server::init_ibv)");
     return;
   }
-  outbound_queue& out = c_.writer_.queue();
+  outbound_queue& out = c_.writer().queue();
   if (protocol::unknown_must_understand(h) != 0) {  // a setup this build cannot read
     out.append(
         rdma::setup_frame(rpc_errc::bad_request, protocol::describe_unknown_must_understand(h)));

@@ -19,12 +19,12 @@ void connection_watch::start() {
 
 connection_liveness::view connection_watch::view() const noexcept {
   connection_liveness::view v;
-  v.writing = c_.writer_.writing();
+  v.writing = c_.writer().writing();
   v.paused = c_.paused();
   v.paused_only_for_memory = c_.adm_.paused_only_for(pause_reason::memory);
   v.rdma = c_.stream_.is_rdma();
   v.streams_open = c_.adm_.open_streams() != 0;
-  v.quiet = c_.running_.empty() && c_.writer_.idle();
+  v.quiet = c_.running_.empty() && c_.writer().idle();
   v.grown_frame_waits = c_.gate_.grown_frame_waits();
   v.memory_pressed = c_.core_.memory.pressed();
   return v;
@@ -39,7 +39,7 @@ void connection_watch::arm() {
 
 void connection_watch::on_timer() {
   const time_point now = std::chrono::steady_clock::now();
-  const bool writing = c_.writer_.writing();
+  const bool writing = c_.writer().writing();
   const bool look_at_kernel = c_.core_.config.write_timeout.count() > 0 && !writing;
   const auto found =
       live.look(view(), c_.frames_.clock, look_at_kernel ? c_.stream_.kernel_send_queue() : 0, now);
@@ -59,17 +59,17 @@ void connection_watch::on_timer() {
       c_.close_if_done();
       if (c_.gate_.closed()) return;
     }
-    if (c_.writer_.idle()) {  // a write in flight is a probe of its own
+    if (c_.writer().idle()) {  // a write in flight is a probe of its own
       c_.core_.stats.on_ping();
-      c_.writer_.queue_control(protocol::make_ping(0));
-      c_.writer_.flush();
+      c_.writer().queue_control(protocol::make_ping(0));
+      c_.writer().flush();
     }
   }
   if (found.look_at_streams) end_idle_streams(now);
   if (found.ping) {
     c_.core_.stats.on_ping();
-    c_.writer_.queue_control(protocol::make_ping(0));
-    c_.writer_.flush();
+    c_.writer().queue_control(protocol::make_ping(0));
+    c_.writer().flush();
   }
   arm();
 }
@@ -119,7 +119,7 @@ void connection_watch::end_idle_streams(time_point now) {
       ended = true;
     }
   });
-  if (ended) c_.writer_.flush();
+  if (ended) c_.writer().flush();
 }
 
 void connection_watch::closed() noexcept {

@@ -16,17 +16,18 @@
 namespace corvid::detail {
 
 bool dispatcher::admit_request(const protocol::frame_header& h, const char* payload, bool& ok) {
-  const handler_entry* entry = c_.core_.find(h.function_id);
+  server_connection& c = c_;  // held in a register across the calls below, not reloaded
+  const handler_entry* entry = c.core_.find(h.function_id);
   const bool blocking = entry != nullptr && entry->blocking;
-  const bool duplicate = c_.running_.find(h.request_id) != nullptr;
-  const std::size_t queued = c_.writer_.queued_bytes();
-  if (c_.adm_.admits_request(h, duplicate, blocking, queued)) [[likely]] {
+  const bool duplicate = c.running_.find(h.request_id) != nullptr;
+  const std::size_t queued = c.writer().queued_bytes();
+  if (c.adm_.admits_request(h, duplicate, blocking, queued)) [[likely]] {
     served_ = true;
     dispatch(h, payload, entry);
-    c_.mem().return_admitted();  // unless a coroutine call took the bytes
+    c.mem().return_admitted();  // unless a coroutine call took the bytes
     return true;
   }
-  return act_on(c_.adm_.decide_request(h, duplicate, blocking, queued), h, payload, entry, ok);
+  return act_on(c.adm_.decide_request(h, duplicate, blocking, queued), h, payload, entry, ok);
 }
 
 bool dispatcher::act_on(verdict v, const protocol::frame_header& h, const char* payload,
@@ -38,7 +39,7 @@ bool dispatcher::act_on(verdict v, const protocol::frame_header& h, const char* 
       c_.mem().return_admitted();
       return true;
     case verdict::kind::refuse:
-      c_.writer_.reply_error(h.request_id, v.code, v.message);
+      c_.writer().reply_error(h.request_id, v.code, v.message);
       return true;
     case verdict::kind::fail:
       c_.fail(0, v.code, v.message);
@@ -56,7 +57,8 @@ void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
   request_view req{h.request_id, h.function_id, h.signature,
                    std::string_view(payload, h.body_length),
                    std::string_view(payload + h.body_length, h.attachment_length)};
-  metrics::call_recorder& metrics = c_.metrics_;
+  server_connection& c = c_;
+  metrics::call_recorder& metrics = c.metrics_;
   metrics.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method, h.request_id,
                 h.payload_size(), arrived_);
   // 1. What the frame's flags say about its body (the trace context before the arguments).
@@ -71,9 +73,9 @@ void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
   if (h.timeout_ms != 0) {
     req.deadline = arrived_ + std::chrono::milliseconds(h.timeout_ms);
     if (std::chrono::steady_clock::now() >= req.deadline) {
-      c_.writer_.reply_error(h.request_id, rpc_errc::timeout,
-                             "deadline of " + std::to_string(h.timeout_ms) +
-                                 " ms passed before the handler could run");
+      c_.writer().reply_error(h.request_id, rpc_errc::timeout,
+                              "deadline of " + std::to_string(h.timeout_ms) +
+                                  " ms passed before the handler could run");
       metrics.end_dispatch();
       return;
     }
@@ -83,12 +85,12 @@ void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
     char msg[64];
     std::snprintf(msg, sizeof msg, "no handler registered for function id 0x%08x",
                   static_cast<unsigned>(h.function_id));
-    c_.writer_.reply_error(h.request_id, rpc_errc::function_not_found, msg);
+    c_.writer().reply_error(h.request_id, rpc_errc::function_not_found, msg);
     metrics.end_dispatch();
     return;
   }
   // 4. Its concurrency limit, then the handler.
-  c_.running_.reserve_one();  // a coroutine call's slot in the index, before it starts
+  c.running_.reserve_one();  // a coroutine call's slot in the index, before it starts
   if (entry->limit != nullptr) [[unlikely]] {
     invoke_limited(*entry, req);
   } else {
@@ -103,7 +105,7 @@ void dispatcher::invoke(const handler_entry& entry, const request_view& req) {
 
 void dispatcher::invoke_limited(const handler_entry& entry, const request_view& req) {
   if (!entry.limit->try_acquire()) {
-    c_.writer_.reply_error(req.request_id, rpc_errc::server_busy, entry.limit->refusal());
+    c_.writer().reply_error(req.request_id, rpc_errc::server_busy, entry.limit->refusal());
     return;
   }
   limit_ = entry.limit.get();
@@ -125,15 +127,15 @@ bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) 
   // A bit this build does not know may change what the body holds (as the trace flag does):
   // refused whole, before a byte of it is read as arguments.
   if (protocol::unknown_must_understand(h) != 0) {
-    c_.writer_.reply_error(h.request_id, rpc_errc::bad_request,
-                           protocol::describe_unknown_must_understand(h));
+    c_.writer().reply_error(h.request_id, rpc_errc::bad_request,
+                            protocol::describe_unknown_must_understand(h));
     return false;
   }
   if ((h.flags & protocol::flag_trace) == 0) return true;
   if (req.body.size() < protocol::trace_prefix_size) {
-    c_.writer_.reply_error(h.request_id, rpc_errc::bad_request,
-                           "the trace flag is set but the body is shorter than a trace context (" +
-                               std::to_string(protocol::trace_prefix_size) + " bytes)");
+    c_.writer().reply_error(h.request_id, rpc_errc::bad_request,
+                            "the trace flag is set but the body is shorter than a trace context (" +
+                                std::to_string(protocol::trace_prefix_size) + " bytes)");
     return false;
   }
   caller_trace_ = protocol::decode_trace_prefix(req.body.data());

@@ -12,14 +12,6 @@
 #include "server_core.hpp"
 
 namespace corvid::detail {
-namespace {
-// Reply bytes one batch may queue before it yields its reactor: the frames left in the
-// buffer go on in a post, after the events of the reactor's other connections. Without it,
-// a peer whose requests piled up while the reactor was busy (big replies, slow handlers)
-// takes the reactor for the whole pile, and every other connection on it waits that long.
-constexpr std::size_t turn_budget = 256 * 1024;
-}  // namespace
-
 bool read_gate::close() noexcept {
   if (phase_ == phase::closed) return false;
   phase_ = phase::closed;
@@ -52,7 +44,7 @@ void read_gate::read_more() {
     return;
   }
   connection_memory& mem = c_.mem();
-  if (mem.replies_full(c_.writer_.queued_bytes())) {
+  if (mem.replies_full(c_.writer().queued_bytes())) {
     // The client sends but does not read: read none of its requests until writes drain.
     c_.core_.stats.on_admission_pause();
     c_.adm_.pause(pause_reason::replies);
@@ -113,10 +105,6 @@ void read_gate::begin_batch(std::size_t queued_replies) noexcept {
   batch_requests_ = false;
 }
 
-bool read_gate::turn_spent(std::size_t queued_replies) const noexcept {
-  return queued_replies > batch_start_bytes_ + turn_budget;
-}
-
 bool read_gate::skip_refused() noexcept {
   if (skip_ != 0) {  // the rest of a refused frame
     byte_buffer& buf = c_.frames_.read_buffer();
@@ -171,11 +159,11 @@ void read_gate::grow_for_frame(const protocol::frame_header& h) {
       if (!mem.read_could_fit(whole)) {
         // Waiting would never end. The frame is within max_frame_size, so the client sends
         // it whole: answer, and discard its bytes as they come.
-        c_.writer_.reply_error(h.request_id, rpc_errc::message_too_large,
-                               "frame of " + std::to_string(h.frame_size()) +
-                                   " bytes exceeds the server's read-buffer memory (" +
-                                   std::to_string(c_.core_.memory.read_buffers.limit()) +
-                                   " bytes)");
+        c_.writer().reply_error(h.request_id, rpc_errc::message_too_large,
+                                "frame of " + std::to_string(h.frame_size()) +
+                                    " bytes exceeds the server's read-buffer memory (" +
+                                    std::to_string(c_.core_.memory.read_buffers.limit()) +
+                                    " bytes)");
         skip_ = h.frame_size() - have;
         buf.consume(have);
         count_frame(false);

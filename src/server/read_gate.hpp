@@ -19,6 +19,12 @@ class server_connection;
 
 class read_gate {
  public:
+  // Reply bytes one batch may queue before it yields its reactor: the frames left in the
+  // buffer go on in a post, after the events of the reactor's other connections. Without it,
+  // a peer whose requests piled up while the reactor was busy (big replies, slow handlers)
+  // takes the reactor for the whole pile, and every other connection on it waits that long.
+  static constexpr std::size_t turn_budget = 256 * 1024;
+
   using time_point = std::chrono::steady_clock::time_point;
 
   enum class phase : unsigned char {
@@ -61,7 +67,9 @@ class read_gate {
   bool in_batch() const noexcept { return in_batch_; }
   // The batch has queued more than its turn's share of replies while frames remain: it ends,
   // and the rest goes on after the reactor's other connections.
-  bool turn_spent(std::size_t queued_replies) const noexcept;
+  bool turn_spent(std::size_t queued_replies) const noexcept {
+    return queued_replies > batch_start_bytes_ + turn_budget;
+  }
   void yield() noexcept { read_ = read_state::yielded; }
   void count_frame(bool request) noexcept {
     ++batch_frames_;

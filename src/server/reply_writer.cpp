@@ -19,18 +19,16 @@ namespace {
 constexpr std::size_t max_error_message = 4096;
 }  // namespace
 
-std::size_t reply_writer::queued_bytes() const noexcept {
-  return pending_.size() + c_.frames_.sending().size();
-}
+server_connection& reply_writer::conn() noexcept { return static_cast<server_connection&>(*this); }
 
-void reply_writer::settle() noexcept { c_.mem().settle_replies(queued_bytes()); }
+void reply_writer::settle() noexcept { conn().mem().settle_replies(queued_bytes()); }
 
 outbound_queue* reply_writer::begin_reply(std::uint64_t request_id, std::size_t frame_bytes) {
   // Reserved before it is encoded: a peer asking for big replies and not reading them must
   // not make the server hold more than its limits. Credit set aside for calls may be what is
   // missing: a reply comes before new calls.
-  if (frame_bytes - protocol::header_size > c_.core_.config.max_frame_size ||
-      !c_.mem().reserve_reply(frame_bytes, queued_bytes())) [[unlikely]] {
+  if (frame_bytes - protocol::header_size > conn().core_.config.max_frame_size ||
+      !conn().mem().reserve_reply(frame_bytes, queued_bytes())) [[unlikely]] {
     if (!retry_reply(request_id, frame_bytes)) return nullptr;
   }
   mark_ = pending_.mark();
@@ -43,8 +41,8 @@ outbound_queue* reply_writer::begin_reply(std::uint64_t request_id, std::size_t 
 }
 
 bool reply_writer::retry_reply(std::uint64_t request_id, std::size_t frame_bytes) {
-  connection_memory& mem = c_.mem();
-  const std::size_t max_frame = c_.core_.config.max_frame_size;
+  connection_memory& mem = conn().mem();
+  const std::size_t max_frame = conn().core_.config.max_frame_size;
   const std::size_t body = frame_bytes - protocol::header_size;
   if (body <= max_frame) {
     mem.release_credit();
@@ -59,7 +57,7 @@ bool reply_writer::retry_reply(std::uint64_t request_id, std::size_t frame_bytes
     reply_error(request_id, rpc_errc::message_too_large,
                 "reply of " + std::to_string(frame_bytes) +
                     " bytes exceeds the server's memory limit (" +
-                    std::to_string(c_.core_.memory.server.limit()) + " bytes)");
+                    std::to_string(conn().core_.memory.server.limit()) + " bytes)");
   } else if (mem.replies_full(queued_bytes())) {
     reply_error(request_id, rpc_errc::server_busy,
                 "reply not queued: " + std::to_string(queued_bytes()) +
@@ -85,14 +83,15 @@ void reply_writer::end_reply(request_context* ctx) {
     pending_.append(access::attachment_view(*ctx));
   }
   protocol::encode_header(h, pending_.at(mark_));
-  c_.metrics_.reply(c_.call_metrics(id_), protocol::header_size + body + attachment);
+  conn().metrics_.reply(conn().call_metrics(id_), protocol::header_size + body + attachment);
   open_ = false;
   frame_queued();
 }
 
 void reply_writer::reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) {
-  metrics::call_recorder::error(c_.call_metrics(request_id), code);
-  if (request_context* rc = c_.running_.find(request_id); rc != nullptr && rc->trace() != nullptr)
+  metrics::call_recorder::error(conn().call_metrics(request_id), code);
+  if (request_context* rc = conn().running_.find(request_id);
+      rc != nullptr && rc->trace() != nullptr)
     request_context_access::span(*rc)->status = code;  // a traced call's span tells its end
   if (open_) {  // an exception escaped half-way through encoding a reply
     pending_.rollback(mark_);
@@ -110,15 +109,15 @@ void reply_writer::reply_error(std::uint64_t request_id, rpc_errc code, std::str
 
 outbound_queue* reply_writer::begin_item(std::uint64_t request_id, std::size_t frame_bytes) {
   const std::size_t body = frame_bytes - protocol::header_size;
-  if (body > c_.core_.config.max_frame_size) {
+  if (body > conn().core_.config.max_frame_size) {
     throw std::length_error("stream item of " + std::to_string(body) +
                             " bytes exceeds max_frame_size " +
-                            std::to_string(c_.core_.config.max_frame_size));
+                            std::to_string(conn().core_.config.max_frame_size));
   }
   // Reserved like a reply. Refused, the stream waits for the queue to drain — unless nothing
   // is queued or being written, when no drain would come: then the server itself has no
   // memory for it, and the item fails like a reply would (it is never queued uncharged).
-  connection_memory& mem = c_.mem();
+  connection_memory& mem = conn().mem();
   if (!mem.reserve_reply(frame_bytes, queued_bytes())) {
     mem.release_credit();
     if (!mem.reserve_reply(frame_bytes, queued_bytes())) {
@@ -143,24 +142,24 @@ void reply_writer::end_item(std::size_t owned_bytes) {
 }
 
 void reply_writer::queue_control(const protocol::frame_header& h) {
-  if (c_.gate_.closed()) return;
+  if (conn().gate_.closed()) return;
   append_header_frame(pending_, h);
-  if (!c_.gate_.in_batch()) flush();
+  if (!conn().gate_.in_batch()) flush();
 }
 
 void reply_writer::frame_queued() {
   pending_.count_frame();
-  if (c_.gate_.closed()) {  // a coroutine handler finished after the connection went away
+  if (conn().gate_.closed()) {  // a coroutine handler finished after the connection went away
     pending_.clear();
     return;
   }
-  if (!c_.core_.config.coalesce_writes) {
+  if (!conn().core_.config.coalesce_writes) {
     write_each();
     return;
   }
   // During dispatch the flush waits for the end of the batch: every reply to one recv
   // leaves in one write. Replies from coroutine handlers flush at once.
-  if (!c_.gate_.in_batch()) {
+  if (!conn().gate_.in_batch()) {
     flush();
     settle();
   }
@@ -169,77 +168,78 @@ void reply_writer::frame_queued() {
 void reply_writer::write_each() {
   // coalesce_writes off, the baseline it is measured against: one blocking write syscall
   // per reply, no batching at all.
-  if (writing_ || c_.gate_.closed()) return;
+  if (writing_ || conn().gate_.closed()) return;
   std::error_code ec;
   std::uint64_t calls = 0;
   std::size_t n = 0;
-  if (c_.setup_.switching() || !c_.stream_.write_blocking(pending_.buffers(), &calls, n, ec)) {
+  if (conn().setup_.switching() ||
+      !conn().stream_.write_blocking(pending_.buffers(), &calls, n, ec)) {
     flush();  // RDMA writes complete asynchronously: one frame per flush
     return;
   }
-  c_.core_.stats.on_write(pending_.frames(), calls, n);
-  c_.metrics_.sent(n);
+  conn().core_.stats.on_write(pending_.frames(), calls, n);
+  conn().metrics_.sent(n);
   pending_.clear();
-  if (ec) c_.close();
+  if (ec) conn().close();
 }
 
 void reply_writer::flush(time_point now) {
-  if (writing_ || c_.gate_.closed() || pending_.empty()) return;
-  frame_stream& frames = c_.frames_;
+  if (writing_ || conn().gate_.closed() || pending_.empty()) return;
+  frame_stream& frames = conn().frames_;
   std::swap(pending_, frames.sending());
-  c_.streams_.write_started();
+  conn().streams_.write_started();
   writing_ = true;
-  if (c_.core_.config.write_timeout.count() > 0) {
-    c_.watch_.live.write_moved = now != time_point{} ? now : std::chrono::steady_clock::now();
+  if (conn().core_.config.write_timeout.count() > 0) {
+    conn().watch_.live.write_moved = now != time_point{} ? now : std::chrono::steady_clock::now();
     // Big replies are what a peer that stops reading leaves behind: known to the memory
     // waiters, they are reclaimed (the connection closed) if they stop moving.
     if (frames.sending().size() >= 64 * 1024) hold();
   }
-  frames.write(c_.stream_, &c_.watch_.live.write_moved,
-               [self = c_.self()](const std::error_code& ec, std::size_t n) {
-                 self->writer_.on_write(ec, n);
+  frames.write(conn().stream_, &conn().watch_.live.write_moved,
+               [self = conn().self()](const std::error_code& ec, std::size_t n) {
+                 self->writer().on_write(ec, n);
                });
 }
 
 void reply_writer::on_write(const std::error_code& ec, std::size_t n) {
   writing_ = false;
-  c_.frames_.end_write(n, c_.core_.stats);
-  c_.streams_.write_done();  // their borrowed items are no longer referenced
-  c_.metrics_.sent(n);
+  conn().frames_.end_write(n, conn().core_.stats);
+  conn().streams_.write_done();  // their borrowed items are no longer referenced
+  conn().metrics_.sent(n);
   if (ec) {
-    c_.close();
+    conn().close();
     return;
   }
-  c_.on_written();
+  conn().on_written();
 }
 
 void reply_writer::hold() {
-  if (holding_ || c_.core_.config.write_timeout.count() == 0) return;
+  if (holding_ || conn().core_.config.write_timeout.count() == 0) return;
   holding_ = true;
-  std::weak_ptr<server_connection> weak = c_.self();
-  c_.core_.memory.add_holder(&holding_, [weak] {
-    if (auto c = weak.lock()) asio::post(c->reactor_, [c] { c->writer_.reclaim(); });
+  std::weak_ptr<server_connection> weak = conn().self();
+  conn().core_.memory.add_holder(&holding_, [weak] {
+    if (auto c = weak.lock()) asio::post(c->reactor_, [c] { c->writer().reclaim(); });
   });
 }
 
 void reply_writer::reclaim() {
   holding_ = false;
-  if (c_.gate_.closed() || !writing_) return;
-  connection_liveness& live = c_.watch_.live;
+  if (conn().gate_.closed() || !writing_) return;
+  connection_liveness& live = conn().watch_.live;
   const time_point now = std::chrono::steady_clock::now();
   if (live.write_stalled_for(live.stall_grace(), writing_, now)) {
-    c_.core_.stats.on_dead_peer();
-    c_.close();  // others wait for memory this peer's unread replies hold
+    conn().core_.stats.on_dead_peer();
+    conn().close();  // others wait for memory this peer's unread replies hold
     return;
   }
   // Moving, or not stalled long enough yet: look again when it would be, and stay known to
   // the next waiter.
-  c_.watch_.recheck_at(live.write_moved + live.stall_grace());
+  conn().watch_.recheck_at(live.write_moved + live.stall_grace());
   hold();
 }
 
 void reply_writer::closed() {
-  if (holding_) c_.core_.memory.remove_holder(&holding_);
+  if (holding_) conn().core_.memory.remove_holder(&holding_);
 }
 
 }  // namespace corvid::detail

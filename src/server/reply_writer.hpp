@@ -3,6 +3,10 @@
 // frames it queues, each reserved against the connection's memory before it is encoded, and
 // the write that carries them. During a batch the replies wait for its end, so every reply
 // to one read leaves in one write; afterwards they leave at once. Reactor thread only.
+//
+// It is the connection's reply_sink, and the connection's one base that holds state: a
+// handler's reply (the hot path) goes through one virtual call straight here, with the
+// connection reached by a static cast rather than a pointer held.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -10,8 +14,11 @@
 #include <system_error>
 
 #include "corvid/detail/outbound_queue.hpp"
+#include "corvid/detail/reply_sink.hpp"
 #include "corvid/error.hpp"
 #include "corvid/protocol/frame_header.hpp"
+
+#include "../transport/frame_stream.hpp"
 
 namespace corvid {
 class request_context;
@@ -21,19 +28,17 @@ namespace corvid::detail {
 
 class server_connection;
 
-class reply_writer {
+class reply_writer : public reply_sink {
  public:
   using time_point = std::chrono::steady_clock::time_point;
 
-  explicit reply_writer(server_connection& c) noexcept : c_(c) {}
-
-  // A reply: reserved, its header placed (rewritten with the lengths by end_reply). Null =
-  // refused, and the error reply saying why is queued instead.
-  outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes);
-  void end_reply(request_context* ctx);
+  // reply_sink: a reply is reserved and its header placed (rewritten with the lengths by
+  // end_reply); null = refused, and the error reply saying why is queued instead.
+  outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) final;
+  void end_reply(request_context* ctx) final;
   // Error frames are queued even past the reply limits (a call must end with its error), so
   // they are kept small; the dispatch loop's pause at those limits bounds how many queue up.
-  void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message);
+  void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) final;
   // A stream item: reserved like a reply; null = wait for the queue to drain.
   outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes);
   void end_item(std::size_t owned_bytes);
@@ -47,7 +52,10 @@ class reply_writer {
   void flush(time_point now = {});
   bool writing() const noexcept { return writing_; }
   bool idle() const noexcept { return !writing_ && pending_.empty(); }
-  std::size_t queued_bytes() const noexcept;
+  // Replies queued or being written: what the reply limits count.
+  std::size_t queued_bytes() const noexcept {
+    return pending_.size() + write_frames_.sending().size();
+  }
   std::size_t pending_bytes() const noexcept { return pending_.size(); }
   void settle() noexcept;
   // Replies its peer does not take while others wait for memory: registered with
@@ -56,7 +64,13 @@ class reply_writer {
   void reclaim();
   void closed();  // forgets the holder registration
 
+ protected:
+  // `frames` is the connection's member, not yet constructed: only its address is kept.
+  explicit reply_writer(frame_stream& frames) noexcept : write_frames_(frames) {}
+  ~reply_writer() override = default;
+
  private:
+  server_connection& conn() noexcept;
   // begin_reply when the reply credit is short (out of the hot path): gives unused call
   // credit back and tries again; false = refused, and the error reply saying why is queued.
   [[gnu::cold, gnu::noinline]] bool retry_reply(std::uint64_t request_id, std::size_t frame_bytes);
@@ -64,11 +78,11 @@ class reply_writer {
   void write_each();  // coalesce_writes off: one blocking write per frame
   void on_write(const std::error_code& ec, std::size_t n);
 
-  server_connection& c_;
-  outbound_queue pending_;  // replies queued while a write is in flight
-  std::size_t mark_ = 0;    // where the open reply's frame begins
-  std::uint64_t id_ = 0;    // ... and its request id
-  bool open_ = false;       // a reply or item is being encoded
+  frame_stream& write_frames_;  // the connection's: the write in flight
+  outbound_queue pending_;      // replies queued while a write is in flight
+  std::size_t mark_ = 0;        // where the open reply's frame begins
+  std::uint64_t id_ = 0;        // ... and its request id
+  bool open_ = false;           // a reply or item is being encoded
   bool writing_ = false;
   bool holding_ = false;  // registered with server_memory::add_holder
 };

@@ -20,7 +20,8 @@ namespace corvid::detail {
 server_connection::server_connection(server_core& core,
                                      asio::generic::stream_protocol::socket socket,
                                      std::string peer)
-    : core_(core),
+    : reply_writer(frames_),
+      core_(core),
       reactor_(static_cast<asio::io_context&>(socket.get_executor().context())),
       stream_(std::move(socket)),
       peer_(std::move(peer)),
@@ -28,7 +29,6 @@ server_connection::server_connection(server_core& core,
       streams_(core.config),
       gate_(*this),
       dispatch_(*this),
-      writer_(*this),
       watch_(*this, core.config),
       setup_(*this) {
   if (core.metrics) metrics_.attach(&core.metrics->shard(core.reactor_index(reactor_)));
@@ -90,14 +90,14 @@ void server_connection::resume() {
 
 void server_connection::run_batch() {
   const bool ok = process_frames();
-  writer_.flush(watch_.live.batch_end);
-  writer_.settle();
+  writer().flush(watch_.live.batch_end);
+  writer().settle();
   if (ok) gate_.read_more();
   close_if_done();
 }
 
 bool server_connection::process_frames() {
-  gate_.begin_batch(writer_.pending_bytes());
+  gate_.begin_batch(writer().pending_bytes());
   bool ok = true;
   if (gate_.skip_refused()) {
     request_role role{*this};
@@ -173,7 +173,7 @@ frame_verdict server_connection::request_role::on_frame(const protocol::frame_he
   c.watch_.live.frame_started = {};  // whatever follows started arriving with this batch
   // (Only with another frame behind this one: an empty continuation would look like a batch
   // that held no big frame and shrink the buffer.)
-  if (c.gate_.turn_spent(c.writer_.pending_bytes()) && v == frame_verdict::next &&
+  if (c.gate_.turn_spent(c.writer().pending_bytes()) && v == frame_verdict::next &&
       c.frames_.read_buffer().size() >= h.frame_size() + protocol::header_size) [[unlikely]] {
     c.gate_.yield();
     v = frame_verdict::last;
@@ -188,16 +188,16 @@ void server_connection::pause_for(const verdict& v) {
   }
   core_.stats.on_admission_pause();
   adm_.pause(v.reason);  // replies: on_written resumes; calls, workers: call_finished does
-  if (v.reason == pause_reason::replies) writer_.hold();
+  if (v.reason == pause_reason::replies) writer().hold();
   watch_.watch_hangup();
 }
 
 void server_connection::on_written() {
   if (setup_.switching() && !gate_.closed()) setup_.switch_to_rdma();  // its answer is out
-  writer_.flush();
-  writer_.settle();
+  writer().flush();
+  writer().settle();
   wake_writable();
-  if (adm_.paused_for(pause_reason::replies) && !mem().replies_full(writer_.queued_bytes())) {
+  if (adm_.paused_for(pause_reason::replies) && !mem().replies_full(writer().queued_bytes())) {
     adm_.lift(pause_reason::replies);
     resume();  // the frames left in the buffer first, then read on
     return;
@@ -255,7 +255,7 @@ void server_connection::on_control(const protocol::frame_header& h) {
     case protocol::msg_type::ping:
       // The pong states this server's reactor count: a client pool
       // opens up to one connection per reactor. Peers that predate it ignore the field.
-      writer_.queue_control(protocol::make_pong(h.request_id, core_.reactor_count()));
+      writer().queue_control(protocol::make_pong(h.request_id, core_.reactor_count()));
       break;
     default:  // pong: hearing it was the point
       break;
@@ -361,11 +361,11 @@ bool server_connection::admit_stream(std::uint64_t request_id) {
 }
 
 void server_connection::send_credit(std::uint64_t request_id, std::uint32_t bytes) {
-  writer_.queue_control(protocol::make_credit(request_id, bytes));
+  writer().queue_control(protocol::make_credit(request_id, bytes));
 }
 
 void server_connection::wake_writable() {
-  if (streams_.writable_waiting() && !mem().replies_full(writer_.queued_bytes())) {
+  if (streams_.writable_waiting() && !mem().replies_full(writer().queued_bytes())) {
     streams_.wake_writable();
   }
 }
@@ -384,7 +384,7 @@ void server_connection::refuse(std::string reason) { refuse_with(rpc_errc::serve
 
 void server_connection::refuse_with(rpc_errc code, std::string_view reason) {
   fail(0, code, reason);
-  writer_.flush();
+  writer().flush();
 }
 
 void server_connection::fail(std::uint64_t request_id, rpc_errc code, std::string_view message) {
@@ -413,14 +413,14 @@ void server_connection::close_if_done() {
   if (!gate_.stopped()) return;
   // After the peer's FIN its calls are cancelled and their replies discarded: only what is
   // already queued is still written.
-  if ((adm_.calls() == 0 || gate_.peer_gone()) && writer_.idle()) close();
+  if ((adm_.calls() == 0 || gate_.peer_gone()) && writer().idle()) close();
 }
 
 void server_connection::force_close() { close(); }
 
 void server_connection::close() {
   if (!gate_.close()) return;
-  writer_.closed();
+  writer().closed();
   watch_.closed();
   setup_.closed();
   gate_.closed_socket();

@@ -45,7 +45,7 @@ struct server_tls;
 // What handler templates see of it are three narrow interfaces (reply_sink, call_budget,
 // stream_port), passed to each invoker separately. It is their only implementation, and final:
 // its own calls of them, and those of code that knows the type, are direct calls.
-class server_connection final : public reply_sink, public call_budget, public stream_port {
+class server_connection final : public reply_writer, public call_budget, public stream_port {
  public:
   server_connection(server_core& core, asio::generic::stream_protocol::socket socket,
                     std::string peer);
@@ -56,14 +56,7 @@ class server_connection final : public reply_sink, public call_budget, public st
   void begin_drain();  // stop(): answer what is in flight, then close
   void force_close();  // stop() timed out
 
-  // reply_sink: the reply writer's.
-  outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) override {
-    return writer_.begin_reply(request_id, frame_bytes);
-  }
-  void end_reply(request_context* ctx) override { writer_.end_reply(ctx); }
-  void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) override {
-    writer_.reply_error(request_id, code, message);
-  }
+  // reply_sink: replies and errors are the reply writer's (its base).
   void span_ended(request_context& ctx) noexcept override;
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }
@@ -77,9 +70,9 @@ class server_connection final : public reply_sink, public call_budget, public st
 
   // stream_port: the reply writer's and the stream mux's.
   outbound_queue* begin_item(std::uint64_t request_id, std::size_t frame_bytes) override {
-    return writer_.begin_item(request_id, frame_bytes);
+    return writer().begin_item(request_id, frame_bytes);
   }
-  void end_item(std::size_t owned_bytes) override { writer_.end_item(owned_bytes); }
+  void end_item(std::size_t owned_bytes) override { writer().end_item(owned_bytes); }
   void send_credit(std::uint64_t request_id, std::uint32_t bytes) override;
   void wait_writable(stream_link* link) override { streams_.wait_writable(link); }
   void release_items(std::size_t cost) noexcept override { mem().call_done(cost); }
@@ -113,6 +106,8 @@ class server_connection final : public reply_sink, public call_budget, public st
   }
   connection_memory& mem() noexcept { return adm_.memory(); }
   bool paused() const noexcept { return adm_.paused(); }
+  reply_writer& writer() noexcept { return *this; }
+  const reply_writer& writer() const noexcept { return *this; }
 
   // The connection's life, one read at a time: what arrived is acted on, the replies leave
   // in one write, and the next read goes out. Every pause (memory, calls, replies, the turn
@@ -172,7 +167,6 @@ class server_connection final : public reply_sink, public call_budget, public st
   metrics::call_recorder metrics_;  // server_config::metrics: this connection's calls and bytes
   read_gate gate_;                  // reading, and the phase of the connection's life
   dispatcher dispatch_;             // requests to handlers
-  reply_writer writer_;             // replies out
   connection_watch watch_;          // its timer: time limits, heartbeats, probes
   connection_setup setup_;          // pre-authentication, TLS, the switch to RDMA
 };
