@@ -2,9 +2,10 @@
 // One accepted socket, owned by one reactor for its whole life: everything below runs on
 // that reactor's thread, so nothing here is locked. The connection coordinates five owners:
 // the read gate (reading and the phase of its life), the dispatcher (requests to handlers),
-// the reply writer (replies out), the watch (its timer) and the setup (pre-authentication,
-// TLS, RDMA). Its own member functions, all in server_connection.cpp, are the loop that ties
-// them together and the three interfaces handlers see.
+// the reply writer (replies out; its base, so that a reply is one virtual call), the watch
+// (its timer) and the setup (pre-authentication, TLS, RDMA). Its own member functions, all in
+// server_connection.cpp, are the loop that ties them together and the three interfaces handlers
+// see.
 #include <atomic>
 #include <memory>
 #include <optional>
