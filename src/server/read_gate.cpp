@@ -79,13 +79,7 @@ void read_gate::post_resume() {
   });
 }
 
-read_gate::read_end read_gate::read_done(const std::error_code& ec) noexcept {
-  const bool reclaimed = read_ == read_state::reclaiming;
-  read_ = read_state::idle;
-  // asio leaves a completed op's cancellation handler in the slot; a later emit must not
-  // reach it.
-  if (c_.stream_.read_cancellable()) read_cancel_.slot().clear();
-  if (closed()) return read_end::ignore;
+read_gate::read_end read_gate::read_not_plain(const std::error_code& ec, bool reclaimed) noexcept {
   if (reclaimed && ec == asio::error::operation_aborted) {  // nothing was read
     shrink_idle();
     return read_end::again;
@@ -97,21 +91,11 @@ read_gate::read_end read_gate::read_done(const std::error_code& ec) noexcept {
   return stopped() ? read_end::stopped : read_end::bytes;
 }
 
-void read_gate::begin_batch(std::size_t queued_replies) noexcept {
-  in_batch_ = true;
-  batch_start_bytes_ = queued_replies;
-  if (read_ == read_state::yielded) read_ = read_state::idle;
-  batch_frames_ = 0;
-  batch_requests_ = false;
-}
-
-bool read_gate::skip_refused() noexcept {
-  if (skip_ != 0) {  // the rest of a refused frame
-    byte_buffer& buf = c_.frames_.read_buffer();
-    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(skip_, buf.size()));
-    buf.consume(n);
-    skip_ -= n;
-  }
+bool read_gate::skip_some() noexcept {
+  byte_buffer& buf = c_.frames_.read_buffer();  // the rest of a refused frame
+  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(skip_, buf.size()));
+  buf.consume(n);
+  skip_ -= n;
   return skip_ == 0;
 }
 

@@ -58,10 +58,27 @@ class read_gate {
   void begin();
   // Reads on, unless something holds it back (a pause, the turn budget, a phase).
   void read_more();
-  read_end read_done(const std::error_code& ec) noexcept;
+  // `cancellable`: the stream's reads take a cancellation slot (stream.read_cancellable()).
+  read_end read_done(const std::error_code& ec, bool cancellable) noexcept {
+    const bool reclaimed = read_ == read_state::reclaiming;
+    read_ = read_state::idle;
+    // asio leaves a completed op's cancellation handler in the slot; a later emit must not
+    // reach it.
+    if (cancellable) read_cancel_.slot().clear();
+    if (closed()) return read_end::ignore;
+    if (ec || reclaimed) [[unlikely]]
+      return read_not_plain(ec, reclaimed);
+    return stopped() ? read_end::stopped : read_end::bytes;
+  }
 
   // The batch one read delivered.
-  void begin_batch(std::size_t queued_replies) noexcept;
+  void begin_batch(std::size_t queued_replies) noexcept {
+    in_batch_ = true;
+    batch_start_bytes_ = queued_replies;
+    if (read_ == read_state::yielded) read_ = read_state::idle;
+    batch_frames_ = 0;
+    batch_requests_ = false;
+  }
   void end_batch() noexcept { in_batch_ = false; }
   // Replies queued meanwhile wait for the batch's end, to leave in one write.
   bool in_batch() const noexcept { return in_batch_; }
@@ -78,9 +95,10 @@ class read_gate {
   std::uint64_t batch_frames() const noexcept { return batch_frames_; }
   bool batch_requests() const noexcept { return batch_requests_; }
   // Skips what is left of a refused frame; false while bytes of it are still to come.
-  bool skip_refused() noexcept;
+  bool skip_refused() noexcept { return skip_ == 0 || skip_some(); }
   bool skipping() const noexcept { return skip_ != 0; }
-  // Registers an idle grown buffer with server_memory, which asks for it back.
+  // Registers a grown buffer with server_memory, which asks for it back (called once the
+  // buffer is larger than read_buffer_size).
   void offer_grown_buffer();
   bool yielded() const noexcept { return read_ == read_state::yielded; }
   bool reading() const noexcept {
@@ -105,6 +123,8 @@ class read_gate {
     if (phase_ < p) phase_ = p;
   }
   void post_resume();
+  read_end read_not_plain(const std::error_code& ec, bool reclaimed) noexcept;
+  bool skip_some() noexcept;
   void resume_after_memory();
   void shrink_idle();
 

@@ -51,7 +51,7 @@ void server_connection::start() {
 // ---- The loop ----
 
 void server_connection::on_read(const std::error_code& ec, std::size_t n) {
-  switch (gate_.read_done(ec)) {
+  switch (gate_.read_done(ec, stream_.read_cancellable())) {
     case read_gate::read_end::bytes:
       break;
     case read_gate::read_end::again:  // the read was cancelled to shrink its buffer
@@ -121,7 +121,8 @@ bool server_connection::process_frames() {
   frames_.end_batch(core_.config.read_buffer_size, core_.memory.has_waiters());
   mem().end_batch();
   mem().settle_read(buf.capacity());
-  gate_.offer_grown_buffer();
+  if (buf.capacity() > core_.config.read_buffer_size) [[unlikely]]
+    gate_.offer_grown_buffer();
   return ok;
 }
 
