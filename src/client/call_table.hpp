@@ -1,7 +1,8 @@
 #pragma once
-// The client's pending calls, found by request id. A call's id is its slot's generation in the
-// high 32 bits and the slot's index in the low 32: looking an id up is an index, and a late or
-// duplicate reply to an ended call finds its slot under a newer generation and matches nothing.
+// The client's pending calls, found by request id. A call's id is its entry's generation in the
+// high 32 bits and the entry's index in the low 32: looking an id up is an index, and a late or
+// duplicate reply to an ended call finds its entry under a newer generation and matches nothing.
+// The id is kept in the call's own slot (call_slot.hpp), with the rest of the connection's part.
 // Generations skip 0, so id 0 (the server's connection-level errors) never names a call.
 // Not thread-safe: the caller holds the connection mutex; only size() may be read from any thread.
 #include <atomic>
@@ -12,6 +13,8 @@
 
 #include "corvid/client/call_state.hpp"
 
+#include "call_slot.hpp"
+
 namespace corvid::detail {
 
 class call_table {
@@ -21,27 +24,27 @@ class call_table {
     return g == UINT32_MAX ? 1 : g + 1;
   }
 
-  // Files `call` under a free slot (the most recently freed first) and sets call->id.
+  // Files `call` under a free entry (the most recently freed first) and sets its slot's id.
   void insert(call_base* call) {
     std::uint32_t index;
     if (free_.empty()) {
-      index = static_cast<std::uint32_t>(slots_.size());
-      slots_.emplace_back();
+      index = static_cast<std::uint32_t>(entries_.size());
+      entries_.emplace_back();
     } else {
       index = free_.back();
       free_.pop_back();
     }
-    slots_[index].call = call;
-    call->id = (std::uint64_t{slots_[index].generation} << 32) | index;
+    entries_[index].call = call;
+    slot_of(*call).id = (std::uint64_t{entries_[index].generation} << 32) | index;
     add_filed(1);
   }
 
   // Removes and returns the call filed under `id`; null if none is (an unknown, stale or
-  // duplicate id). Frees the slot, under the next generation.
+  // duplicate id). Frees the entry, under the next generation.
   call_base* take(std::uint64_t id) {
     const auto index = static_cast<std::uint32_t>(id);
-    if (index >= slots_.size()) return nullptr;
-    slot& s = slots_[index];
+    if (index >= entries_.size()) return nullptr;
+    entry& s = entries_[index];
     if (s.call == nullptr || s.generation != static_cast<std::uint32_t>(id >> 32)) return nullptr;
     call_base* call = std::exchange(s.call, nullptr);
     release(index);
@@ -51,8 +54,8 @@ class call_table {
   // The call filed under `id`, left filed; null if none is.
   call_base* find(std::uint64_t id) const noexcept {
     const auto index = static_cast<std::uint32_t>(id);
-    if (index >= slots_.size()) return nullptr;
-    const slot& s = slots_[index];
+    if (index >= entries_.size()) return nullptr;
+    const entry& s = entries_[index];
     return s.generation == static_cast<std::uint32_t>(id >> 32) ? s.call : nullptr;
   }
 
@@ -60,33 +63,33 @@ class call_table {
   // connection mutex.
   std::size_t size() const noexcept { return filed_.load(std::memory_order_relaxed); }
 
-  // f(call) for every filed call, in slot order.
+  // f(call) for every filed call, in entry order.
   template <class F>
   void for_each(F&& f) const {
-    for (const slot& s : slots_) {
+    for (const entry& s : entries_) {
       if (s.call != nullptr) f(s.call);
     }
   }
 
-  // Takes every filed call, in slot order, handing each to f(call).
+  // Takes every filed call, in entry order, handing each to f(call).
   template <class F>
   void take_all(F&& f) {
-    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
-      if (slots_[i].call == nullptr) continue;
-      call_base* call = std::exchange(slots_[i].call, nullptr);
+    for (std::uint32_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].call == nullptr) continue;
+      call_base* call = std::exchange(entries_[i].call, nullptr);
       release(i);
       f(call);
     }
   }
 
  private:
-  struct slot {
+  struct entry {
     call_base* call = nullptr;
     std::uint32_t generation = 1;
   };
 
   void release(std::uint32_t index) {
-    slots_[index].generation = next_generation(slots_[index].generation);
+    entries_[index].generation = next_generation(entries_[index].generation);
     free_.push_back(index);
     add_filed(-1);
   }
@@ -97,9 +100,9 @@ class call_table {
                  std::memory_order_relaxed);
   }
 
-  std::vector<slot> slots_;
+  std::vector<entry> entries_;
   std::vector<std::uint32_t> free_;
-  std::atomic<std::size_t> filed_{0};  // slots_.size() - free_.size()
+  std::atomic<std::size_t> filed_{0};  // entries_.size() - free_.size()
 };
 
 }  // namespace corvid::detail

@@ -62,7 +62,7 @@ client_connection::~client_connection() {
 
 void client_connection::reject(std::unique_lock<std::mutex>& lk, call_base* call,
                                rpc_error e) noexcept {
-  metrics::client_recorder::refused(*call, e.code());
+  metrics::client_recorder::refused(slot_of(*call), e.code());
   lk.unlock();
   call->set_error(std::move(e));
   call->complete();
@@ -302,9 +302,9 @@ void client_connection::send_cancels_before_close() {
     std::lock_guard lk(mutex_);
     if (writing_) return;
     calls_.for_each([&](const call_base* call) {
-      if (call->seq > written_seq_) return;  // never sent: no cancel
+      if (slot_of(*call).seq > written_seq_) return;  // never sent: no cancel
       frames.resize(frames.size() + protocol::header_size);
-      protocol::encode_header(protocol::make_cancel(call->id),
+      protocol::encode_header(protocol::make_cancel(slot_of(*call).id),
                               frames.data() + frames.size() - protocol::header_size);
     });
   }
@@ -333,8 +333,9 @@ void client_connection::unpin(std::vector<call_base*>& pins) {
   {
     std::lock_guard lk(mutex_);
     for (call_base* c : done) {
-      c->pinned = false;
-      if (c->completion_deferred) ready.push_back(c);
+      call_slot& s = slot_of(*c);
+      s.pinned = false;
+      if (s.completion_deferred) ready.push_back(c);
     }
   }
   for (call_base* c : ready) c->complete();
@@ -354,13 +355,13 @@ void client_connection::fail_all(rpc_error e) {
     if (closed_reason_.empty()) closed_reason_ = e.message();
     const auto now = std::chrono::steady_clock::now();
     calls_.take_all([&](call_base* call) {
-      metrics::client_recorder::ended(*call, e.code(), 0, now);
+      metrics::client_recorder::ended(slot_of(*call), e.code(), 0, now);
       victims.push_back(call);
     });
     deadlines_.clear();  // the victims' links are reset below
     pending_.clear();
     while (auto p = parked_.pop_front()) {
-      metrics::client_recorder::ended(*p->call, e.code(), 0, now);
+      metrics::client_recorder::ended(slot_of(*p->call), e.code(), 0, now);
       parked.push_back(p->call);
     }
   }
@@ -379,13 +380,14 @@ void client_connection::fail_all(rpc_error e) {
     written = written_seq_;
   }
   for (call_base* c : victims) {
-    c->prev = c->next = nullptr;
+    call_slot& s = slot_of(*c);
+    s.prev = s.next = nullptr;
     bool deferred;
     {
       std::lock_guard lk(mutex_);
-      deferred = c->completion_deferred = c->pinned;
+      deferred = s.completion_deferred = s.pinned;
     }
-    if (c->seq > written) {  // its bytes were still in pending_: the server never saw it
+    if (s.seq > written) {  // its bytes were still in pending_: the server never saw it
       c->set_error(rpc_error::unsent(e.code(), e.message() + " (request not sent)"));
     } else {
       c->set_error(e);
@@ -393,8 +395,9 @@ void client_connection::fail_all(rpc_error e) {
     finish_call(c, deferred);
   }
   for (call_base* c : parked) {
-    c->prev = c->next = nullptr;
-    c->timed = false;
+    call_slot& s = slot_of(*c);
+    s.prev = s.next = nullptr;
+    s.timed = false;
     c->set_error(rpc_error::unsent(e.code(), e.message() + " (request not sent)"));
     c->admit();
     finish_call(c, false);
@@ -410,7 +413,7 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   // One clock read for the deadline and the metrics' start.
   const auto now = timeout.count() > 0 || metrics_.on() ? std::chrono::steady_clock::now()
                                                         : std::chrono::steady_clock::time_point{};
-  metrics_.submitted(*call, function_id, name, now);
+  metrics_.submitted(slot_of(*call), function_id, name, now);
   if (!open_locked()) {
     reject(lk, call, rpc_error::unsent(rpc_errc::connection_closed, closed_reason_or_default()));
     return;
@@ -427,10 +430,9 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
     try {
       p = std::make_unique<parked_request>();
       p->frame.resize(protocol::header_size);
-      if (call->trace) [[unlikely]] {
+      if (call->trace()) [[unlikely]] {
         p->frame.resize(protocol::header_size + protocol::trace_prefix_size);
-        protocol::encode_trace_prefix(*call->trace, p->frame.data() + protocol::header_size);
-        p->header.flags = protocol::flag_trace;
+        protocol::encode_trace_prefix(*call->trace(), p->frame.data() + protocol::header_size);
       }
       codec::string_sink sink(p->frame);
       encode.to_string(encode.args, sink);
@@ -450,21 +452,23 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
       reject(lk, call, too_large(body + attachment.size()));
       return;
     }
-    p->header.function_id = function_id;
-    p->header.signature = signature;
-    p->header.body_length = static_cast<std::uint32_t>(body);
-    p->header.attachment_length = static_cast<std::uint32_t>(attachment.size());
-    metrics::client_recorder::queued(*call, body + attachment.size());
+    // Its id and remaining timeout are known once it is admitted (admit_parked_locked).
+    p->request = {.function_id = function_id,
+                  .signature = signature,
+                  .body = static_cast<std::uint32_t>(body),
+                  .attachment = static_cast<std::uint32_t>(attachment.size()),
+                  .flags = call->trace() ? protocol::flag_trace : std::uint8_t{0}};
+    metrics::client_recorder::queued(slot_of(*call), body + attachment.size());
     park_locked(call, std::move(p), timeout, now);
-    const bool rearm = call->timed && deadlines_.head() == call;
+    const bool rearm = slot_of(*call).timed && deadlines_.head() == call;
     lk.unlock();
     after_submit(false, rearm);
     return;
   }
   const std::size_t mark = pending_.mark();
   pending_.extend(protocol::header_size);  // filled in below, once the lengths are known
-  if (call->trace) [[unlikely]]
-    protocol::encode_trace_prefix(*call->trace, pending_.extend(protocol::trace_prefix_size));
+  if (call->trace()) [[unlikely]]
+    protocol::encode_trace_prefix(*call->trace(), pending_.extend(protocol::trace_prefix_size));
   try {
     encode.to_queue(encode.args, pending_);
   } catch (...) {
@@ -484,22 +488,22 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
     pending_.append(attachment);
   }
   register_call(call, timeout, now);
-  metrics::client_recorder::queued(*call, body + attachment.size());
+  metrics::client_recorder::queued(slot_of(*call), body + attachment.size());
   // The deadline travels with the request, so the server can skip work nobody awaits.
   const protocol::frame_header h =
-      protocol::make_request({.id = call->id,
+      protocol::make_request({.id = slot_of(*call).id,
                               .function_id = function_id,
                               .signature = signature,
                               .body = static_cast<std::uint32_t>(body),
                               .attachment = static_cast<std::uint32_t>(attachment.size()),
                               .timeout_ms = wire_timeout(timeout),
-                              .flags = call->trace ? protocol::flag_trace : std::uint8_t{0}});
+                              .flags = call->trace() ? protocol::flag_trace : std::uint8_t{0}});
   protocol::encode_header(h, pending_.at(mark));  // after encoding: the buffer may have moved
   pending_.count_frame();
-  if (call->extra_credit != 0) [[unlikely]]
+  if (slot_of(*call).extra_credit != 0) [[unlikely]]
     queue_extra_credit_locked(call);
   const bool kick = schedule_flush_locked();
-  const bool rearm = call->timed && deadlines_.head() == call;
+  const bool rearm = slot_of(*call).timed && deadlines_.head() == call;
   lk.unlock();
   after_submit(kick, rearm);
 }
@@ -508,19 +512,19 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
 
 void client_connection::register_call(call_base* call, std::chrono::milliseconds timeout,
                                       std::chrono::steady_clock::time_point now) {
-  assign_slot(call);
+  file_call(call);
   add_deadline(call, timeout, now);
 }
 
-void client_connection::assign_slot(call_base* call) {
+void client_connection::file_call(call_base* call) {
   calls_.insert(call);
-  call->seq = ++submit_seq_;
+  slot_of(*call).seq = ++submit_seq_;
 }
 
 void client_connection::add_deadline(call_base* call, std::chrono::milliseconds timeout,
                                      std::chrono::steady_clock::time_point now) {
-  call->timed = timeout.count() > 0;
-  if (call->timed) deadlines_.insert(call, now + timeout);
+  slot_of(*call).timed = timeout.count() > 0;
+  if (slot_of(*call).timed) deadlines_.insert(call, now + timeout);
 }
 
 call_base* client_connection::take_call(std::uint64_t id) {
@@ -533,7 +537,7 @@ call_base* client_connection::take_call(std::uint64_t id) {
 
 void client_connection::append_borrowed_locked(call_base* call, std::string_view attachment) {
   pending_.append_borrowed(attachment);
-  call->pinned = true;
+  slot_of(*call).pinned = true;
   call->add_ref();  // the pin's own reference, dropped when the write is done
   pinned_pending_.push_back(call);
 }
@@ -565,15 +569,16 @@ void client_connection::admit_parked_locked(std::vector<call_base*>& admitted) {
          has_room_locked(parked_.front()->frame.size() + parked_.front()->borrowed.size())) {
     std::unique_ptr<parked_request> p = parked_.pop_front();
     call_base* call = p->call;
-    assign_slot(call);
-    p->header.request_id = call->id;
-    p->header.timeout_ms =
-        call->timed
+    const call_slot& slot = slot_of(*call);
+    file_call(call);
+    p->request.id = slot.id;
+    p->request.timeout_ms =
+        slot.timed
             ? std::max<std::uint32_t>(
                   1,
-                  wire_timeout(std::chrono::ceil<std::chrono::milliseconds>(call->deadline - now)))
+                  wire_timeout(std::chrono::ceil<std::chrono::milliseconds>(slot.deadline - now)))
             : 0;
-    protocol::encode_header(p->header, p->frame.data());
+    protocol::encode_header(protocol::make_request(p->request), p->frame.data());
     if (config_.coalesce_writes && p->frame.size() >= own_segment) {
       pending_.append_owned(std::move(p->frame));
     } else {
@@ -581,7 +586,7 @@ void client_connection::admit_parked_locked(std::vector<call_base*>& admitted) {
     }
     if (!p->borrowed.empty()) append_borrowed_locked(call, p->borrowed);
     pending_.count_frame();
-    if (call->extra_credit != 0) queue_extra_credit_locked(call);
+    if (slot.extra_credit != 0) queue_extra_credit_locked(call);
     admitted.push_back(call);
   }
 }
@@ -741,9 +746,9 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
           h.type == protocol::msg_type::stream_item || h.type == protocol::msg_type::stream_credit;
       if (found != nullptr && (response || (of_stream && found->as_stream() != nullptr))) {
         call = c.take_call(h.request_id);
-        deferred = call->completion_deferred = call->pinned;
-        metrics::client_recorder::ended(*call, rpc_errc::protocol_error, h.frame_size(),
-                                        c.read_at_);
+        call_slot& slot = slot_of(*call);
+        deferred = slot.completion_deferred = slot.pinned;
+        metrics::client_recorder::ended(slot, rpc_errc::protocol_error, h.frame_size(), c.read_at_);
         if (!response && c.config_.send_cancel && c.open_locked())
           c.queue_control_locked(protocol::make_cancel(h.request_id));  // on_read flushes
       }
@@ -781,8 +786,9 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
     std::lock_guard lk(c.mutex_);
     call = c.take_call(h.request_id);
     if (call != nullptr) {
-      deferred = call->completion_deferred = call->pinned;
-      metrics::client_recorder::ended(*call, h.status, h.frame_size(), c.read_at_);
+      call_slot& slot = slot_of(*call);
+      deferred = slot.completion_deferred = slot.pinned;
+      metrics::client_recorder::ended(slot, h.status, h.frame_size(), c.read_at_);
     }
   }
   if (call != nullptr) {  // else: a late reply to a call that already timed out
@@ -817,16 +823,17 @@ void client_connection::on_timer() {
     std::lock_guard lk(mutex_);
     const auto now = std::chrono::steady_clock::now();
     while (call_base* c = deadlines_.pop_expired(now)) {
-      metrics::client_recorder::ended(*c, rpc_errc::timeout, 0, now);
-      if (c->parked != nullptr) {
+      call_slot& slot = slot_of(*c);
+      metrics::client_recorder::ended(slot, rpc_errc::timeout, 0, now);
+      if (slot.parked != nullptr) {
         parked_.remove(c);  // freed here
         expired_parked.push_back(c);
         continue;
       }
-      const std::uint64_t id = c->id;
+      const std::uint64_t id = slot.id;
       calls_.take(id);  // c: every call in the deadline list is in the table
-      c->completion_deferred = c->pinned;
-      expired.emplace_back(c, c->pinned);
+      slot.completion_deferred = slot.pinned;
+      expired.emplace_back(c, slot.pinned);
       // A coroutine handler may still be working on it: tell the server to stop.
       if (config_.send_cancel && open_locked()) queue_control_locked(protocol::make_cancel(id));
     }
@@ -869,7 +876,7 @@ void client_connection::on_stream_frame(const protocol::frame_header& h, const c
 
 rpc_error client_connection::send_item(client_stream* s, const request_encoder& encode) {
   std::unique_lock lk(mutex_);
-  if (!open_locked() || calls_.find(s->id) != s) {
+  if (!open_locked() || calls_.find(slot_of(*s).id) != s) {
     lk.unlock();
     rpc_error e = s->end_error();
     return e ? e : rpc_error(rpc_errc::connection_closed, "the stream has ended");
@@ -887,7 +894,7 @@ rpc_error client_connection::send_item(client_stream* s, const request_encoder& 
     pending_.rollback(mark);
     return too_large(body);
   }
-  protocol::encode_header(protocol::make_item(s->id, static_cast<std::uint32_t>(body)),
+  protocol::encode_header(protocol::make_item(slot_of(*s).id, static_cast<std::uint32_t>(body)),
                           pending_.at(mark));
   pending_.count_frame();
   const bool kick = schedule_flush_locked();
@@ -900,7 +907,7 @@ void client_connection::queue_stream_control(client_stream* s, const protocol::f
   bool kick = false;
   {
     std::lock_guard lk(mutex_);
-    if (!open_locked() || calls_.find(s->id) != s) return;
+    if (!open_locked() || calls_.find(slot_of(*s).id) != s) return;
     append_header_frame(pending_, h);
     kick = schedule_flush_locked();
   }
@@ -909,21 +916,22 @@ void client_connection::queue_stream_control(client_stream* s, const protocol::f
 
 void client_connection::queue_extra_credit_locked(call_base* call) noexcept {
   try {
-    append_header_frame(pending_, protocol::make_credit(call->id, call->extra_credit));
+    append_header_frame(pending_,
+                        protocol::make_credit(slot_of(*call).id, slot_of(*call).extra_credit));
   } catch (...) {  // no memory for 32 bytes: the stream keeps the initial window
   }
 }
 
 void client_connection::send_credit(client_stream* s, std::uint32_t bytes) noexcept {
   try {
-    queue_stream_control(s, protocol::make_credit(s->id, bytes));
+    queue_stream_control(s, protocol::make_credit(slot_of(*s).id, bytes));
   } catch (...) {  // no memory for 32 bytes: the server waits; the stream may stall
   }
 }
 
 void client_connection::close_writes(client_stream* s) noexcept {
   try {
-    queue_stream_control(s, protocol::make_stream_end(s->id));
+    queue_stream_control(s, protocol::make_stream_end(slot_of(*s).id));
   } catch (...) {
   }
 }
@@ -947,11 +955,12 @@ void client_connection::cancel(call_base* call) {
   bool kick = false;
   {
     std::lock_guard lk(mutex_);
-    const std::uint64_t id = call->id;
+    call_slot& slot = slot_of(*call);
+    const std::uint64_t id = slot.id;
     if (take_call(id) != call) return;  // ended already (its id no longer matches)
-    deferred = call->completion_deferred = call->pinned;
-    if (call->call_stats != nullptr) {
-      metrics::client_recorder::ended(*call, rpc_errc::cancelled, 0,
+    deferred = slot.completion_deferred = slot.pinned;
+    if (slot.call_stats != nullptr) {
+      metrics::client_recorder::ended(slot, rpc_errc::cancelled, 0,
                                       std::chrono::steady_clock::now());
     }
     if (config_.send_cancel && open_locked()) queue_control_locked(protocol::make_cancel(id));

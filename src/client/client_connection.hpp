@@ -119,7 +119,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Under mutex_; `now`: the submission's clock reading (read if the call is timed).
   void register_call(call_base* call, std::chrono::milliseconds timeout,
                      std::chrono::steady_clock::time_point now);
-  void assign_slot(call_base* call);  // under mutex_
+  void file_call(call_base* call);  // under mutex_: in calls_, with the next seq
   void add_deadline(call_base* call, std::chrono::milliseconds timeout,
                     std::chrono::steady_clock::time_point now);  // under mutex_
   call_base* take_call(std::uint64_t id);                        // under mutex_

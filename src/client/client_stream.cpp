@@ -1,7 +1,22 @@
+#include <algorithm>
+
 #include "corvid/client/stream_call.hpp"
 #include "corvid/codec/codec.hpp"
+#include "corvid/protocol/frame_header.hpp"
+
+#include "call_slot.hpp"
 
 namespace corvid::detail {
+
+client_stream::client_stream(std::shared_ptr<stream_sender> sender, bool bare_strings,
+                             std::size_t window, std::size_t max_window) noexcept
+    : stream_inbox(window, max_window, bare_strings), sender_(std::move(sender)) {
+  const std::size_t extra = window - std::min<std::size_t>(window, protocol::initial_stream_credit);
+  slot_of(*this).extra_credit =
+      static_cast<std::uint32_t>(std::min<std::size_t>(extra, UINT32_MAX));
+}
+
+bool client_stream::filed() const noexcept { return slot_of(*this).id != 0; }
 
 void client_stream::set_reply(rpc_errc status, std::string_view body, std::string_view) noexcept {
   rpc_error e;

@@ -1,21 +1,24 @@
 #pragma once
 // Requests the client had no room for (client_config caps, when_busy == wait), oldest first:
 // an intrusive singly linked FIFO of parked_request, each encoded apart and owned by the
-// queue while in it. While queued, the call's `parked` points at its request.
+// queue while in it. While queued, the call's slot's `parked` points at its request.
 // Not thread-safe: the caller holds the connection mutex.
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "corvid/client/call_state.hpp"
-#include "corvid/protocol/frame_header.hpp"
+
+#include "../protocol/frames.hpp"
+#include "call_slot.hpp"
 
 namespace corvid::detail {
 
-// Header filled in (with its request id) when the request is admitted to the send queue.
+// The request's header fields; its id and remaining timeout are filled in, and the header
+// built (protocol::make_request) into the frame's room, when it is admitted to the send queue.
 struct parked_request {
   call_base* call = nullptr;
-  protocol::frame_header header;
+  protocol::request_fields request;
   std::string frame;          // header room, body and a copied attachment
   std::string_view borrowed;  // or the caller's attachment (zero copy)
   parked_request* next = nullptr;
@@ -36,7 +39,7 @@ class parked_queue {
 
   // Queues `p` (its call set) last.
   void push_back(std::unique_ptr<parked_request> p) noexcept {
-    p->call->parked = p.get();
+    slot_of(*p->call).parked = p.get();
     p->next = nullptr;
     (tail_ != nullptr ? tail_->next : head_) = p.get();
     tail_ = p.release();
@@ -47,7 +50,7 @@ class parked_queue {
     if (head_ == nullptr) return nullptr;
     std::unique_ptr<parked_request> p(std::exchange(head_, head_->next));
     if (head_ == nullptr) tail_ = nullptr;
-    p->call->parked = nullptr;
+    slot_of(*p->call).parked = nullptr;
     return p;
   }
 
@@ -60,7 +63,7 @@ class parked_queue {
     if (p == nullptr) return nullptr;
     (prev != nullptr ? prev->next : head_) = p->next;
     if (tail_ == p) tail_ = prev;
-    call->parked = nullptr;
+    slot_of(*call).parked = nullptr;
     return std::unique_ptr<parked_request>(p);
   }
 

@@ -85,10 +85,14 @@ inline frame_header make_cancel(std::uint64_t id) noexcept {
   h.request_id = id;
   return h;
 }
+// The RDMA handshake's frame, one each way (docs/protocol.md, "RDMA"): request id 1; an
+// answer's error `status` comes with a codec string of its message as the body.
+inline constexpr std::uint64_t rdma_setup_id = 1;
 inline frame_header make_rdma_setup(std::uint32_t body, rpc_errc status = rpc_errc::ok) noexcept {
   frame_header h;
   h.type = msg_type::rdma_setup;
   h.status = status;
+  h.request_id = rdma_setup_id;
   h.body_length = body;
   return h;
 }

@@ -54,10 +54,8 @@ std::string setup_frame(rpc_errc status, std::string_view body) {
     codec::string_sink sink(payload);
     codec::encode(sink, body);
   }
-  protocol::frame_header h =
-      protocol::make_rdma_setup(static_cast<std::uint32_t>(payload.size()), status);
-  h.request_id = 1;
-  protocol::encode_header(h, frame.data());
+  protocol::encode_header(
+      protocol::make_rdma_setup(static_cast<std::uint32_t>(payload.size()), status), frame.data());
   return frame + payload;
 }
 

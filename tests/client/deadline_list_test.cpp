@@ -15,6 +15,7 @@ namespace {
 
 using corvid::detail::call_base;
 using corvid::detail::deadline_list;
+using corvid::detail::slot_of;
 using std::chrono::milliseconds;
 
 const deadline_list::time_point t0{std::chrono::hours(1)};
@@ -23,11 +24,11 @@ const deadline_list::time_point t0{std::chrono::hours(1)};
 std::vector<call_base*> walk(const deadline_list& l) {
   std::vector<call_base*> out;
   call_base* prev = nullptr;
-  for (call_base* c = l.head(); c != nullptr; c = c->next) {
-    EXPECT_EQ(c->prev, prev);
-    EXPECT_TRUE(c->timed);
+  for (call_base* c = l.head(); c != nullptr; c = slot_of(*c).next) {
+    EXPECT_EQ(slot_of(*c).prev, prev);
+    EXPECT_TRUE(slot_of(*c).timed);
     if (prev != nullptr) {
-      EXPECT_LE(prev->deadline, c->deadline);
+      EXPECT_LE(slot_of(*prev).deadline, slot_of(*c).deadline);
     }
     out.push_back(c);
     prev = c;
@@ -49,7 +50,7 @@ TEST(deadline_list, sorted_whatever_the_insertion_order) {
   for (int i = 0; i < 5; ++i) l.insert(&c[i], t0 + milliseconds(ms[i]));
   EXPECT_EQ(walk(l), (std::vector<call_base*>{&c[1], &c[3], &c[0], &c[4], &c[2]}));
   EXPECT_EQ(l.earliest(), t0 + milliseconds(10));
-  EXPECT_EQ(c[2].deadline, t0 + milliseconds(50));
+  EXPECT_EQ(c[2].slot().deadline, t0 + milliseconds(50));
 }
 
 TEST(deadline_list, equal_deadlines_keep_insertion_order) {
@@ -75,9 +76,9 @@ TEST(deadline_list, unlink_head_middle_and_tail) {
   l.unlink(&c[4]);  // tail
   EXPECT_EQ(walk(l), (std::vector<call_base*>{&c[1], &c[3]}));
   for (int i : {0, 2, 4}) {
-    EXPECT_FALSE(c[i].timed);
-    EXPECT_EQ(c[i].prev, nullptr);
-    EXPECT_EQ(c[i].next, nullptr);
+    EXPECT_FALSE(c[i].slot().timed);
+    EXPECT_EQ(c[i].slot().prev, nullptr);
+    EXPECT_EQ(c[i].slot().next, nullptr);
   }
   // The tail moved back: a late deadline goes after c[3], an early one before c[1].
   l.insert(&c[4], t0 + milliseconds(100));
@@ -112,8 +113,8 @@ TEST(deadline_list, pop_expired_earliest_first_up_to_now) {
   std::vector<call_base*> expired;
   // A deadline equal to now has expired.
   while (call_base* e = l.pop_expired(t0 + milliseconds(20))) {
-    EXPECT_FALSE(e->timed);
-    EXPECT_EQ(e->next, nullptr);
+    EXPECT_FALSE(slot_of(*e).timed);
+    EXPECT_EQ(slot_of(*e).next, nullptr);
     expired.push_back(e);
   }
   EXPECT_EQ(expired, (std::vector<call_base*>{&c[1], &c[2], &c[0]}));
@@ -129,8 +130,9 @@ TEST(deadline_list, clear_forgets_every_call) {
   l.clear();
   EXPECT_EQ(l.head(), nullptr);
   EXPECT_EQ(l.earliest(), deadline_list::time_point::max());
-  a.prev = a.next = b.prev = b.next = nullptr;  // what the connection does with its victims
-  a.timed = false;
+  // What the connection does with its victims.
+  a.slot().prev = a.slot().next = b.slot().prev = b.slot().next = nullptr;
+  a.slot().timed = false;
   l.insert(&a, t0 + milliseconds(1));
   EXPECT_EQ(walk(l), (std::vector<call_base*>{&a}));
 }

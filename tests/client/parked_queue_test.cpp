@@ -1,6 +1,6 @@
 // The client's queue of parked requests: first in, first out, removal from anywhere keeps the
-// order (and the tail) right, each call's `parked` points at its request exactly while queued,
-// and the queue frees what it still holds when destroyed.
+// order (and the tail) right, each call's slot's `parked` points at its request exactly while
+// queued, and the queue frees what it still holds when destroyed.
 #include "client/parked_queue.hpp"
 
 #include <memory>
@@ -26,7 +26,7 @@ void park(parked_queue& q, call_base& call) {
 std::vector<call_base*> drain(parked_queue& q) {
   std::vector<call_base*> out;
   while (auto p = q.pop_front()) {
-    EXPECT_EQ(p->call->parked, nullptr);
+    EXPECT_EQ(corvid::detail::slot_of(*p->call).parked, nullptr);
     out.push_back(p->call);
   }
   EXPECT_TRUE(q.empty());
@@ -41,8 +41,8 @@ TEST(parked_queue, first_in_first_out) {
   for (auto& x : c) park(q, x);
   EXPECT_EQ(q.front()->call, &c[0]);
   for (auto& x : c) {
-    ASSERT_NE(x.parked, nullptr);
-    EXPECT_EQ(x.parked->call, &x);
+    ASSERT_NE(x.slot().parked, nullptr);
+    EXPECT_EQ(x.slot().parked->call, &x);
   }
   EXPECT_EQ(drain(q), (std::vector<call_base*>{&c[0], &c[1], &c[2]}));
   park(q, c[1]);  // usable again once emptied
@@ -56,7 +56,7 @@ TEST(parked_queue, remove_from_the_middle) {
   auto p = q.remove(&c[1]);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->call, &c[1]);
-  EXPECT_EQ(c[1].parked, nullptr);
+  EXPECT_EQ(c[1].slot().parked, nullptr);
   EXPECT_EQ(drain(q), (std::vector<call_base*>{&c[0], &c[2], &c[3]}));
 }
 
@@ -91,7 +91,7 @@ TEST(parked_queue, destruction_frees_what_is_left) {
     parked_queue q;
     for (auto& x : c) park(q, x);
   }  // LeakSanitizer (the asan preset) would report the requests
-  for (auto& x : c) EXPECT_EQ(x.parked, nullptr);
+  for (auto& x : c) EXPECT_EQ(x.slot().parked, nullptr);
 }
 
 }  // namespace

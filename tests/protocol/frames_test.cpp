@@ -78,5 +78,16 @@ TEST(frames, error_and_item_builders) {
   EXPECT_EQ(make_ping(0).type, msg_type::ping);
 }
 
+TEST(frames, an_rdma_setup_frame_carries_request_id_1_and_its_status) {
+  std::array<char, header_size> wire{};
+  const frame_header back = round_trip(make_rdma_setup(80, rpc_errc::server_busy), wire);
+  EXPECT_EQ(back.type, msg_type::rdma_setup);
+  EXPECT_EQ(back.request_id, 1u);
+  EXPECT_EQ(back.status, rpc_errc::server_busy);
+  EXPECT_EQ(back.body_length, 80u);
+  EXPECT_EQ(back.attachment_length, 0u);
+  EXPECT_EQ(back.function_id, 0u);
+}
+
 }  // namespace
 }  // namespace corvid::protocol

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,10 +20,6 @@
 #include "corvid/trace/trace_scope.hpp"
 
 namespace corvid {
-namespace metrics {
-struct client_method_stats;  // src/metrics: one method's counters on one connection
-}
-
 // A result together with the reply's attachment (call_with_attachment / send_request_with).
 template <class R>
 struct with_attachment {
@@ -36,9 +33,9 @@ struct with_attachment<void> {
 
 namespace detail {
 
-struct parked_request;  // the client connection's: a request waiting for room
-class client_stream;    // client/stream_call.hpp
+class client_stream;  // client/stream_call.hpp
 class call_base;
+struct call_slot;  // src/client: the connection's part of a call, kept in call_base's slot area
 
 // What waits on a call when no coroutine does directly: an awaitable that decides, once the
 // call ended, what to resume (client_pool's calls retry a request that never left on another
@@ -86,8 +83,8 @@ class call_base : public pooled {
   // Resumes `h` as the call's own waiter would be: with the call's trace context in scope.
   // The resumed coroutine may free the call.
   void resume_waiter(std::coroutine_handle<> h) noexcept {
-    if (trace) [[unlikely]] {
-      resume_traced(h, trace);
+    if (trace_) [[unlikely]] {
+      resume_traced(h, trace_);
     } else {
       h.resume();
     }
@@ -116,28 +113,10 @@ class call_base : public pooled {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
-  // Owned by the connection, under its lock.
-  std::uint64_t id = 0;
-  std::uint64_t seq = 0;  // submission order: tells calls whose bytes were never written
-  std::chrono::steady_clock::time_point deadline{};
-  call_base* prev = nullptr;  // deadline list
-  call_base* next = nullptr;
-  bool timed = false;
-  // The request's attachment is borrowed caller memory still queued or being written: the
-  // caller must not resume (and perhaps free it) before the write is done.
-  bool pinned = false;
-  bool completion_deferred = false;  // a result arrived while pinned
-  parked_request* parked = nullptr;  // waiting for room: its encoded request
-  // Streams: credit granted beyond the protocol's initial window, sent right behind the
-  // request whenever it is queued (at once, or when a parked request gets room).
-  std::uint32_t extra_credit = 0;
   // The trace context the call carries (call_options::trace, or the current one when it was
   // made): sent with the request, and in scope again when the caller resumes.
-  std::optional<trace_context> trace;
-  // Client metrics (client_config::metrics): the method's stats, null when off or once the
-  // call's end is counted, and when it was submitted.
-  metrics::client_method_stats* call_stats = nullptr;
-  std::chrono::steady_clock::time_point submitted_at{};
+  const std::optional<trace_context>& trace() const noexcept { return trace_; }
+  void set_trace(const trace_context& t) noexcept { trace_ = t; }
 
  private:
   // Resumes the coroutine waiting on this call, or tells its call_waiter (either may free the
@@ -154,6 +133,15 @@ class call_base : public pooled {
   // Marks a waiter_ that is a call_waiter, not a coroutine (both are aligned to at least 4;
   // 1 is the done marker).
   static constexpr std::uintptr_t waiter_tag = 2;
+
+  friend struct call_slot;
+  std::optional<trace_context> trace_;
+  // The connection's part of the call (its request id, deadline links, ...): a call_slot,
+  // which only the client's internals interpret. Kept here, not in a table of the connection's,
+  // so that a call costs no allocation and no lookup more. Zero bytes: a call never filed.
+  static constexpr std::size_t slot_size = 72;
+  static constexpr std::size_t slot_align = 8;
+  alignas(slot_align) std::byte slot_[slot_size]{};
   std::atomic<void*> waiter_{nullptr};
   std::atomic<void*> admit_waiter_{done_marker()};  // calls start admitted
   std::atomic<int> refs_{1};

@@ -238,7 +238,7 @@ class CORVID_API rpc_client {
     };
     const trace_context* trace = options.trace != nullptr ? options.trace : current_trace();
     if (trace != nullptr && trace->valid()) [[unlikely]]
-      call->trace = *trace;
+      call->set_trace(*trace);
     submit(call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
            options.attachment, timeout, detail::encoder_for(encode));
   }
@@ -261,12 +261,11 @@ class CORVID_API rpc_client {
             std::string>,
         window, std::min<std::size_t>(config_.max_stream_window, UINT32_MAX));
     s->add_ref();  // one reference for the connection, one for the caller
-    s->extra_credit = static_cast<std::uint32_t>(window - protocol::initial_stream_credit);
     submit_encoded<F>(s, options, std::forward<Args>(args)...);
     // Refused before it was filed (not connected, too large, client_busy): it has no id.
     // A stream that was filed may be done already too (a short stream can end on the
     // reactor before we look): that one is returned, its end is for next() to tell.
-    if (s->done() && s->id == 0) {
+    if (s->done() && !s->filed()) {
       rpc_error e = s->end_error();
       s->release();
       return unexpected(std::move(e));

@@ -39,12 +39,15 @@ class CORVID_API stream_sender {
 
 class CORVID_API client_stream final : public call_base, public stream_inbox {
  public:
-  // `bare_strings`: the reader's items are std::string (stream_inbox).
+  // `bare_strings`: the reader's items are std::string (stream_inbox). A window beyond the
+  // protocol's initial credit is granted right behind the request.
   client_stream(std::shared_ptr<stream_sender> sender, bool bare_strings, std::size_t window,
-                std::size_t max_window) noexcept
-      : stream_inbox(window, max_window, bare_strings), sender_(std::move(sender)) {}
+                std::size_t max_window) noexcept;
 
   client_stream* as_stream() noexcept override { return this; }
+  // Whether its connection filed it (gave it a request id): a stream refused at submission
+  // (not connected, too large, client_busy) never was. The submitting thread, after submitting.
+  bool filed() const noexcept;
 
   // ---- the connection (reactor) ----
   void set_reply(rpc_errc status, std::string_view body, std::string_view) noexcept override;
