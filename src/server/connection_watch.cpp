@@ -59,19 +59,16 @@ void connection_watch::on_timer() {
       c_.close_if_done();
       if (c_.gate_.closed()) return;
     }
-    if (c_.writer().idle()) {  // a write in flight is a probe of its own
-      c_.core_.stats.on_ping();
-      c_.writer().queue_control(protocol::make_ping(0));
-      c_.writer().flush();
-    }
+    if (c_.writer().idle()) ping();  // a write in flight is a probe of its own
   }
   if (found.look_at_streams) end_idle_streams(now);
-  if (found.ping) {
-    c_.core_.stats.on_ping();
-    c_.writer().queue_control(protocol::make_ping(0));
-    c_.writer().flush();
-  }
+  if (found.ping) ping();
   arm();
+}
+
+void connection_watch::ping() {
+  c_.core_.stats.on_ping();
+  c_.writer().queue_control(protocol::make_ping(0));  // written at once: no batch is running
 }
 
 void connection_watch::watch_hangup() {

@@ -36,6 +36,7 @@ class connection_watch {
   connection_liveness::view view() const noexcept;
   void arm();
   void on_timer();
+  void ping();  // a heartbeat, or a probe that makes a peer that left answer with an RST
   void end_idle_streams(time_point now);
 
   server_connection& c_;

@@ -100,7 +100,6 @@ class read_gate {
   // Registers a grown buffer with server_memory, which asks for it back (called once the
   // buffer is larger than read_buffer_size).
   void offer_grown_buffer();
-  bool yielded() const noexcept { return read_ == read_state::yielded; }
   bool reading() const noexcept {
     return read_ == read_state::reading || read_ == read_state::reclaiming;
   }
