@@ -29,7 +29,20 @@ enum class rpc_errc : std::uint8_t {
   // The caller's parameter or result types differ from the handler's (their signature
   // fingerprints differ): the message names the function and both fingerprints.
   signature_mismatch = 14,
+  // Refused by an interceptor or the authorization policy (server/interceptor.hpp) before
+  // the handler ran: the caller proved no identity the server accepts (a missing or bad
+  // credential) ...
+  unauthenticated = 15,
+  // ... or it did, and that identity may not call this method.
+  permission_denied = 16,
+  // A quota or limit on what the caller may ask for was reached (an interceptor's quota; the
+  // request's call metadata exceeds server_config::max_metadata_entries or _bytes).
+  resource_exhausted = 17,
+  // A fault in the server's own call path, not the handler's: an interceptor threw.
+  internal = 18,
 };
+// The highest code this build knows; a peer's status above it is its own (newer) code.
+inline constexpr rpc_errc last_rpc_errc = rpc_errc::internal;
 
 // Short stable name, e.g. "function_not_found".
 CORVID_API std::string_view to_string(rpc_errc e) noexcept;

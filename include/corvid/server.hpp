@@ -6,6 +6,7 @@
 // tests/client/role_headers.cmake holds it to that. (client_metrics comes with server_config,
 // whose client_metrics field shows a service's own clients on its /metrics.) A server that
 // also calls other services includes corvid/client.hpp too, or corvid/corvid.hpp.
+#include "corvid/call_metadata.hpp"
 #include "corvid/codec/codec.hpp"
 #include "corvid/error.hpp"
 #include "corvid/expected.hpp"
@@ -19,6 +20,9 @@
 #include "corvid/runtime/sleep.hpp"
 #include "corvid/runtime/tls_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
+#include "corvid/server/authorization.hpp"
+#include "corvid/server/interceptor.hpp"
+#include "corvid/server/peer_identity.hpp"
 #include "corvid/server/reflection.hpp"
 #include "corvid/server/request_context.hpp"
 #include "corvid/server/rpc_server.hpp"

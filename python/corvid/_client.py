@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import math
 import ssl as ssl_module
-from typing import Any, AsyncIterator, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar, Union
 
 from . import _frame as fr
+from . import _metadata as md
 from ._connection import Connection, PendingCall, Reply
 from ._errors import ErrorCode, RpcError
 from ._method_config import MethodConfig
@@ -23,6 +25,10 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 _UNSET: Any = object()
+
+# Client(credentials=...): called with the function's qualified name before each call and
+# stream open; returns metadata to add to it (pairs or a mapping), or an awaitable of that.
+Credentials = Callable[[str], Union[md.MetadataArg, Awaitable[md.MetadataArg]]]
 
 
 def _timeout_ms(timeout: float) -> int:
@@ -38,7 +44,14 @@ class Client:
 
     A call without a `timeout` gets its method's timeout from `methods` (a MethodConfig),
     else `request_timeout`; streams get neither. Being one connection, the client neither
-    retries nor hedges: the other settings of `methods` are not acted on here."""
+    retries nor hedges: the other settings of `methods` are not acted on here.
+
+    `credentials`: called with the function's name before every call and stream open; the
+    metadata it returns (or the awaitable it returns resolves to) is sent after the call's
+    own `metadata=`, e.g. `lambda name: {"authorization": f"Bearer {token()}"}`. An RpcError
+    it raises fails that call as it is; any other exception fails it with INTERNAL.
+    `max_metadata_entries` / `max_metadata_bytes`: what a reply's metadata block may hold
+    (a bigger one fails its call with PROTOCOL_ERROR)."""
 
     def __init__(
         self,
@@ -52,6 +65,9 @@ class Client:
         send_cancel: bool = True,
         write_buffer_limit: int = DEFAULT_WRITE_BUFFER_LIMIT,
         methods: MethodConfig | None = None,
+        credentials: Credentials | None = None,
+        max_metadata_entries: int = md.MAX_ENTRIES,
+        max_metadata_bytes: int = md.MAX_BYTES,
     ) -> None:
         if write_buffer_limit < 0:
             raise ValueError("write_buffer_limit must be 0 or more")
@@ -64,6 +80,9 @@ class Client:
         self.max_in_flight = max_in_flight
         self.send_cancel = send_cancel
         self.write_buffer_limit = write_buffer_limit
+        self.credentials = credentials
+        self.max_metadata_entries = max_metadata_entries
+        self.max_metadata_bytes = max_metadata_bytes
         self.pings_sent = 0
         self.server_reactors: int | None = None  # with connect(..., ask_server_reactors=True)
         self._conn: Connection | None = None
@@ -110,6 +129,38 @@ class Client:
                 return timeout
         return self.request_timeout
 
+    def _metadata_now(
+        self, name: str, metadata: md.MetadataArg | None
+    ) -> tuple[md.Metadata, Awaitable[md.MetadataArg] | None]:
+        """The call's own metadata (checked: ValueError) with what a synchronous credentials
+        hook adds; and, when the hook is asynchronous, what it returned, still to be awaited."""
+        pairs = md.normalize(metadata)
+        creds = self.credentials
+        if creds is None:
+            return pairs, None
+        try:
+            got = creds(name)
+        except RpcError:
+            raise
+        except Exception as e:
+            raise _hook_failed(name, e) from e
+        if inspect.isawaitable(got):
+            return pairs, got
+        return pairs + _hook_pairs(name, got), None
+
+    async def _metadata(self, name: str, metadata: md.MetadataArg | None) -> bytes:
+        """The call's metadata block (b"": none), the credentials hook awaited if need be."""
+        pairs, pending = self._metadata_now(name, metadata)
+        if pending is not None:
+            try:
+                got = await pending
+            except RpcError:
+                raise
+            except Exception as e:
+                raise _hook_failed(name, e) from e
+            pairs += _hook_pairs(name, got)
+        return md.encode(pairs) if pairs else b""
+
     def _conn_or_raise(self) -> Connection:
         conn = self._conn
         if conn is None or conn.closed:
@@ -132,16 +183,21 @@ class Client:
         timeout: float | None,
         attachment: bytes,
         trace: TraceContext | None,
+        block: bytes = b"",
     ) -> tuple[Connection, int, float | None]:
-        """Encodes and queues the request frame; returns the connection, id and timeout."""
+        """Encodes and queues the request frame (`block`: its metadata block, b"" for none);
+        returns the connection, id and timeout."""
         conn = self._conn_or_raise()
         if trace is None:
             trace = current_trace()
         traced = trace is not None and trace.valid
-        # The header (and trace context) are filled in front of the arguments afterwards, so
-        # the frame is built in one buffer: no copy of the arguments to prepend them.
-        prefix = fr.HEADER_SIZE + (fr.TRACE_CONTEXT_SIZE if traced else 0)
-        body = bytearray(prefix)
+        # The header (and trace context) are filled in front of the metadata and arguments
+        # afterwards, so the frame is built in one buffer: no copy of the arguments to prepend
+        # them.
+        start = fr.HEADER_SIZE + (fr.TRACE_CONTEXT_SIZE if traced else 0)
+        body = bytearray(start)
+        if block:
+            body += block
         try:
             fn.encode_args(args, body)
         except (TypeError, ValueError, AttributeError, OverflowError) as e:
@@ -169,11 +225,11 @@ class Client:
             body_length=body_len,
             attachment_length=len(attachment),
             timeout_ms=0 if timeout is None else _timeout_ms(timeout),
-            flags=fr.FLAG_TRACE if traced else 0,
+            flags=(fr.FLAG_TRACE if traced else 0) | (fr.FLAG_METADATA if block else 0),
         )
         if traced:
             assert trace is not None
-            body[fr.HEADER_SIZE : prefix] = trace.wire()
+            body[fr.HEADER_SIZE : start] = trace.wire()
         if attachment:
             # Sent as it is (a bytes object cannot change meanwhile; anything else is copied).
             conn.write(body, attachment if type(attachment) is bytes else bytes(attachment))
@@ -188,10 +244,32 @@ class Client:
         timeout: float | None = _UNSET,
         attachment: bytes = b"",
         trace: TraceContext | None = None,
+        metadata: md.MetadataArg | None = None,
     ) -> asyncio.Future[R]:
         """Sends the request now (pipelined: it does not wait for earlier replies) and returns
-        a future of the result. Cancelling the future sends the server a cancel frame."""
-        return self._send(f, args, timeout, attachment, trace, False)
+        a future of the result. Cancelling the future sends the server a cancel frame. With
+        an asynchronous credentials hook, the request is sent once the hook returned."""
+        if metadata is None and self.credentials is None:
+            return self._send(f, args, timeout, attachment, trace, False)
+        pairs, pending = self._metadata_now(f.name, metadata)
+        if pending is None:
+            block = md.encode(pairs) if pairs else b""
+            return self._send(f, args, timeout, attachment, trace, False, block)
+        pending_pairs = pending
+
+        async def later() -> R:
+            try:
+                got = await pending_pairs
+            except RpcError:
+                raise
+            except Exception as e:
+                raise _hook_failed(f.name, e) from e
+            all_pairs = pairs + _hook_pairs(f.name, got)
+            block = md.encode(all_pairs) if all_pairs else b""
+            result: R = await self._send(f, args, timeout, attachment, trace, False, block)
+            return result
+
+        return asyncio.ensure_future(later())
 
     def _send(
         self,
@@ -201,6 +279,7 @@ class Client:
         attachment: bytes,
         trace: TraceContext | None,
         want_reply: bool,
+        block: bytes = b"",
     ) -> asyncio.Future[Any]:
         fn = f.resolve()
         if fn.in_item is not None or fn.out_item is not None:
@@ -208,7 +287,7 @@ class Client:
                 ErrorCode.INVALID_ARGUMENT,
                 f"{fn.name} is a stream: use client.stream() or client.open_stream()",
             )
-        conn, rid, timeout = self._request(fn, args, timeout, attachment, trace)
+        conn, rid, timeout = self._request(fn, args, timeout, attachment, trace, block)
         fut: asyncio.Future[Any] = conn.loop.create_future()
         call = PendingCall(fut, fn, want_reply)
         call.on_done = functools.partial(conn.on_call_done, rid)
@@ -235,12 +314,18 @@ class Client:
         timeout: float | None = _UNSET,
         attachment: bytes = b"",
         trace: TraceContext | None = None,
+        metadata: md.MetadataArg | None = None,
     ) -> R:
         """Calls f(*args) and returns its result; raises RpcError. `timeout` (seconds) is the
         call's deadline, also sent to the server; cancelling the awaiting task sends a cancel.
-        While the connection is over write_buffer_limit, it waits before sending."""
+        While the connection is over write_buffer_limit, it waits before sending.
+        `metadata`: call metadata, (key, value) pairs or a mapping (keys: lowercase tokens of
+        a-z 0-9 - _ .; values: str or bytes); a bad one raises ValueError."""
+        block = b""
+        if metadata is not None or self.credentials is not None:
+            block = await self._metadata(f.name, metadata)
         timeout = await self._writable(f, timeout)
-        result: R = await self._send(f, args, timeout, attachment, trace, False)
+        result: R = await self._send(f, args, timeout, attachment, trace, False, block)
         return result
 
     async def call_reply(
@@ -250,10 +335,15 @@ class Client:
         timeout: float | None = _UNSET,
         attachment: bytes = b"",
         trace: TraceContext | None = None,
+        metadata: md.MetadataArg | None = None,
     ) -> Reply[R]:
-        """As call(), with the reply's attachment: Reply(value, attachment)."""
+        """As call(), with the reply's attachment and call metadata: Reply(value, attachment,
+        metadata). (An error reply's metadata is RpcError.metadata.)"""
+        block = b""
+        if metadata is not None or self.credentials is not None:
+            block = await self._metadata(f.name, metadata)
         timeout = await self._writable(f, timeout)
-        result: Reply[R] = await self._send(f, args, timeout, attachment, trace, True)
+        result: Reply[R] = await self._send(f, args, timeout, attachment, trace, True, block)
         return result
 
     # --- streams ---
@@ -263,13 +353,14 @@ class Client:
         args: tuple[Any, ...],
         timeout: float | None,
         trace: TraceContext | None,
+        block: bytes = b"",
     ) -> StreamState:
         fn = f.resolve()
         if fn.in_item is None and fn.out_item is None:
             raise RpcError(ErrorCode.INVALID_ARGUMENT, f"{fn.name} is no stream: use call()")
         if timeout is _UNSET:
             timeout = None  # a stream's deadline covers all of it: none unless asked
-        conn, rid, timeout = self._request(fn, args, timeout, b"", trace)
+        conn, rid, timeout = self._request(fn, args, timeout, b"", trace, block)
         s = StreamState(conn, rid, fn, max(self.stream_window, 4))
         conn.streams[rid] = s
         if fn.out_item is not None and s.window > s.granted:
@@ -289,13 +380,17 @@ class Client:
         *args: Any,
         timeout: float | None = _UNSET,
         trace: TraceContext | None = None,
+        metadata: md.MetadataArg | None = None,
     ) -> AsyncIterator[T]:
         """The items of a server stream, as they come. Leaving the loop early (break, an
         exception, the task cancelled) cancels the stream on the server."""
         if timeout is _UNSET:
             timeout = None
+        block = b""
+        if metadata is not None or self.credentials is not None:
+            block = await self._metadata(f.name, metadata)
         timeout = await self._writable(f, timeout)
-        s = self._open(f, args, timeout, trace)
+        s = self._open(f, args, timeout, trace, block)
         try:
             while True:
                 ok, value = await s.next_item()
@@ -312,9 +407,54 @@ class Client:
         *args: Any,
         timeout: float | None = _UNSET,
         trace: TraceContext | None = None,
+        metadata: md.MetadataArg | None = None,
     ) -> StreamCall:
-        """Opens a client stream (last parameter Stream[U]) or bidirectional stream."""
-        return StreamCall(self._open(f, args, timeout, trace))
+        """Opens a client stream (last parameter Stream[U]) or bidirectional stream. This
+        sends at once, so an asynchronous credentials hook needs open_stream_async()."""
+        block = b""
+        if metadata is not None or self.credentials is not None:
+            pairs, pending = self._metadata_now(f.name, metadata)
+            if pending is not None:
+                if inspect.iscoroutine(pending):
+                    pending.close()  # never awaited: no "was never awaited" warning
+                raise RpcError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{f.name}: the credentials hook is asynchronous: open the stream with "
+                    "`await client.open_stream_async(...)`",
+                )
+            block = md.encode(pairs) if pairs else b""
+        return StreamCall(self._open(f, args, timeout, trace, block))
+
+    async def open_stream_async(
+        self,
+        f: Remote[..., Any],
+        *args: Any,
+        timeout: float | None = _UNSET,
+        trace: TraceContext | None = None,
+        metadata: md.MetadataArg | None = None,
+    ) -> StreamCall:
+        """As open_stream(), awaiting an asynchronous credentials hook first."""
+        block = b""
+        if metadata is not None or self.credentials is not None:
+            block = await self._metadata(f.name, metadata)
+        return StreamCall(self._open(f, args, timeout, trace, block))
+
+
+def _hook_failed(name: str, e: Exception) -> RpcError:
+    return RpcError(ErrorCode.INTERNAL, f"{name}: the credentials hook raised {e!r}")
+
+
+def _hook_pairs(name: str, got: Any) -> md.Metadata:
+    """What the credentials hook returned, as checked pairs; bad ones fail the call (INTERNAL:
+    the fault is the application's hook, not the call's arguments)."""
+    if got is None:
+        return []
+    try:
+        return md.normalize(got)
+    except ValueError as e:
+        raise RpcError(
+            ErrorCode.INTERNAL, f"{name}: the credentials hook returned bad metadata: {e}"
+        ) from None
 
 
 def parse_endpoint(endpoint: str) -> tuple[str, str, int]:

@@ -9,6 +9,7 @@ import typing
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import _frame as fr
+from . import _metadata as md
 from ._codec import DecodeError
 from ._errors import ErrorCode, RpcError, reply_error
 from ._frame import FrameError, FrameHeader
@@ -25,16 +26,19 @@ R = TypeVar("R")
 
 
 class Reply(Generic[R]):
-    """A call's value and the attachment the server set (b"" when none)."""
+    """A call's value, the attachment the server set (b"" when none) and the call metadata
+    its reply carried ([(key, value bytes)], in their order; [] when none)."""
 
-    __slots__ = ("value", "attachment")
+    __slots__ = ("value", "attachment", "metadata")
 
-    def __init__(self, value: R, attachment: bytes) -> None:
+    def __init__(self, value: R, attachment: bytes, metadata: md.Metadata | None = None) -> None:
         self.value = value
         self.attachment = attachment
+        self.metadata: md.Metadata = metadata if metadata is not None else []
 
     def __repr__(self) -> str:
-        return f"Reply({self.value!r}, attachment={self.attachment!r})"
+        more = f", metadata={self.metadata!r}" if self.metadata else ""
+        return f"Reply({self.value!r}, attachment={self.attachment!r}{more})"
 
 
 class PendingCall:
@@ -104,13 +108,19 @@ class Connection(asyncio.BufferedProtocol):
         if typ == fr.REQUEST or typ == fr.RDMA_SETUP:
             self.fatal(f"unexpected frame type {typ} from the server")
             return False
-        if head.flags & fr.must_understand_flags:
-            # No kind of frame a server sends has a must-understand bit this build knows.
-            why = fr.unknown_must_understand(head.flags, 0)
+        flags = head.flags
+        # Responses may carry call metadata; no other must-understand bit is known on what a
+        # server sends.
+        known = fr.FLAG_METADATA if typ == fr.RESPONSE else 0
+        if flags & fr.must_understand_flags & ~known:
+            why = fr.unknown_must_understand(flags, known)
             assert why is not None
             self.refuse(typ, head.request_id, why)
         elif typ == fr.RESPONSE:
-            self.on_response(head.request_id, head.status, body, att)
+            if flags & fr.FLAG_METADATA:
+                self.on_response_with_metadata(head.request_id, head.status, body, att)
+            else:
+                self.on_response(head.request_id, head.status, body, att)
         elif typ == fr.STREAM_ITEM:
             s = self.streams.get(head.request_id)
             if s is not None:
@@ -155,22 +165,43 @@ class Connection(asyncio.BufferedProtocol):
         # ping (no pong), cancel: ignored
 
     # --- replies ---
-    def on_response(self, rid: int, status: int, body: memoryview, att: memoryview) -> None:
+    def on_response_with_metadata(
+        self, rid: int, status: int, body: memoryview, att: memoryview
+    ) -> None:
+        """A response whose body starts with a metadata block: checked whole against the
+        client's limits before any of it is believed. A bad one ends only its call (the
+        frame's lengths held, so the frames after it are read as ever)."""
+        client = self.client
+        try:
+            pairs, used = md.decode(body, client.max_metadata_entries, client.max_metadata_bytes)
+        except md.MetadataError as e:
+            self.refuse(fr.RESPONSE, rid, str(e))
+            return
+        self.on_response(rid, status, body[used:], att, pairs)
+
+    def on_response(
+        self,
+        rid: int,
+        status: int,
+        body: memoryview,
+        att: memoryview,
+        metadata: md.Metadata | None = None,
+    ) -> None:
         call = self.calls.pop(rid, None)
         if call is None:
             s = self.streams.get(rid)
             if s is not None:
-                s.on_response(status, body)
+                s.on_response(status, body, metadata)
             elif rid == 0 and status != 0:
                 # About the connection: the server rejected the stream and is closing it.
-                self.fail_all(reply_error(status, body))
+                self.fail_all(reply_error(status, body, metadata))
                 self.abort()
             return  # else: a late reply to a call that timed out or was cancelled
         fut = call.detach()
         if fut.done():
             return
         if status != 0:
-            fut.set_exception(reply_error(status, body))
+            fut.set_exception(reply_error(status, body, metadata))
             return
         try:
             value = call.fn.decode_result(body)  # decoded from the view: one copy, into value
@@ -184,7 +215,7 @@ class Connection(asyncio.BufferedProtocol):
             self.fatal(f"an undecodable reply to {call.fn.name} ({e})")
             return
         if call.want_reply:
-            fut.set_result(Reply(value, bytes(att) if len(att) else b""))
+            fut.set_result(Reply(value, bytes(att) if len(att) else b"", metadata))
         else:
             fut.set_result(value)
 

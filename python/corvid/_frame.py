@@ -21,6 +21,9 @@ REQUEST, RESPONSE, CANCEL, PING, PONG, RDMA_SETUP, STREAM_ITEM, STREAM_END, STRE
 )
 MAX_TYPE = STREAM_CREDIT
 FLAG_TRACE = 1
+# Requests and responses: the body holds a call metadata block (after a request's trace
+# context; docs/protocol.md, "Call metadata"). Must-understand.
+FLAG_METADATA = 0x08
 TRACE_CONTEXT_SIZE = 25  # what a traced request's body starts with
 # Flags bits 0-3: a receiver that does not know a set bit refuses the frame. Bits 4-7 are
 # optional: unknown ones are ignored.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _frame as fr
 from ._codec import Buffer, DecodeError
+from ._metadata import Metadata
 from ._errors import ErrorCode, RpcError, reply_error
 from ._remote import Resolved
 
@@ -37,6 +38,7 @@ class StreamState:
         self.credit_waiter: asyncio.Future[None] | None = None
         self.wrote_end = False
         self.timer: asyncio.TimerHandle | None = None
+        self.metadata: Metadata = []  # the closing response's call metadata
 
     def wake(self) -> None:
         for w in (self.waiter, self.credit_waiter):
@@ -59,10 +61,12 @@ class StreamState:
                 self.done.set_result(value)
         self.wake()
 
-    def on_response(self, status: int, body: Buffer) -> None:
-        """The stream's closing response: its result or its error."""
+    def on_response(self, status: int, body: Buffer, metadata: Metadata | None = None) -> None:
+        """The stream's closing response: its result or its error (and its metadata)."""
+        if metadata:
+            self.metadata = metadata
         if status != 0:
-            self.finish(reply_error(status, body))
+            self.finish(reply_error(status, body, metadata))
             return
         value = None
         if self.fn.result is not None:
@@ -188,6 +192,12 @@ class StreamCall:
         if not s.wrote_end and not s.ended:
             s.wrote_end = True
             s.conn.write(fr.make_stream_end(s.rid))
+
+    @property
+    def metadata(self) -> Metadata:
+        """The call metadata of the stream's closing response ([] until it came, or when it
+        carried none)."""
+        return self._s.metadata
 
     async def result(self) -> Any:
         """The stream's closing response: the handler's result (None for a stream result)."""

@@ -26,6 +26,7 @@ from typing import Any
 from ._client import Client, connect, parse_endpoint
 from ._errors import ErrorCode, RpcError
 from ._json_args import ArgError, from_json, parse_json, to_json
+from ._metadata import normalize
 from ._remote import remote
 from ._schema import Method, Schema, Type
 from ._stream import StreamCall
@@ -86,6 +87,15 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--schema", metavar="FILE", help="describe_schema JSON, instead of asking")
     p.add_argument(
         "--timeout", type=_positive, metavar="SECONDS", help="connect and call deadline"
+    )
+    p.add_argument(
+        "-H",
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="call metadata sent with every request (the schema's too), e.g. "
+        "'authorization=Bearer T'; repeatable",
     )
     tls = p.add_argument_group("TLS")
     tls.add_argument("--tls", action="store_true", help="TLS, trusting the system's CAs")
@@ -276,9 +286,14 @@ async def _run(command: str, a: argparse.Namespace) -> int:
     if schema is not None and _show(command, schema, a):
         return 0
     values = _args(_method(schema, a.method), a.args) if schema else []  # before connecting
+    pairs = _metadata_pairs(a.metadata)
     connect_timeout = a.timeout if a.timeout is not None else 10.0
     async with await connect(
-        a.address, ssl=ctx, server_hostname=a.server_name, connect_timeout=connect_timeout
+        a.address,
+        ssl=ctx,
+        server_hostname=a.server_name,
+        connect_timeout=connect_timeout,
+        credentials=(lambda name: pairs) if pairs else None,
     ) as client:
         if schema is None:
             schema = await _ask_schema(client, a.timeout)
@@ -287,6 +302,21 @@ async def _run(command: str, a: argparse.Namespace) -> int:
             values = _args(_method(schema, a.method), a.args)
         await _call(client, _method(schema, a.method), values, a.timeout)
     return 0
+
+
+def _metadata_pairs(texts: list[str]) -> list[tuple[str, str]]:
+    """--metadata KEY=VALUE arguments as checked pairs; UsageError on a bad one."""
+    pairs = []
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep:
+            raise UsageError(f"--metadata {text!r} is not KEY=VALUE")
+        pairs.append((key, value))
+    try:
+        normalize(pairs)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return pairs
 
 
 def _show(command: str, schema: Schema, a: argparse.Namespace) -> bool:

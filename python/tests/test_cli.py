@@ -158,6 +158,20 @@ def test_failed_calls(call: Cli, cli: Cli, schema_file: str) -> None:
     assert rc == 1 and err.startswith("error: connect_failed: cannot connect to 127.0.0.1:")
 
 
+def test_call_metadata(call: Cli, cli: Cli, server: Server) -> None:
+    """-H KEY=VALUE: sent with every request (python_peer_server's guard wants a token)."""
+    rc, out, err = call("guarded_echo", '"x"')
+    assert (rc, out, err) == (1, "", "error: unauthenticated: a bearer token is required\n")
+    assert call("guarded_echo", '"x"', "-H", "authorization=Bearer let-me-in") == (0, '"x"\n', "")
+    rc, out, _ = call("metadata_of", "--metadata", "a=1=2", "-H", "b=")
+    assert (rc, out) == (0, '["a=1=2", "b="]\n')
+    for bad, words in [("nokey", "is not KEY=VALUE"), ("Bad=v", "is not a lowercase token")]:
+        rc, out, err = call("metadata_of", "-H", bad)
+        assert rc == 2 and words in err, err
+    # Through reflection too: the schema's request carries it.
+    assert cli("call", server.endpoint, "-H", "role=x", "metadata_of") == (0, '["role=x"]\n', "")
+
+
 def test_bad_input(call: Cli, cli: Cli, schema_file: str) -> None:
     def usage(*argv: str) -> str:
         rc, out, err = call(*argv)

@@ -28,6 +28,7 @@ from corvid._frame import (
     make_stream_end,
     parse_header,
 )
+from corvid import _metadata
 from fake_server import item
 
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()
@@ -350,6 +351,14 @@ def test_protocol_frames_as_the_builders_write_and_the_parser_reads_them() -> No
     echo = parse_header(request)
     assert echo.function_id == corvid.fnv1a32("echo") and echo.timeout_ms == 0
     assert request_header(echo.request_id, echo.body_length, echo.signature) == request[:32]
+    # Call metadata: the blocks as encode writes them and decode reads them.
+    md_request, md_response = blocks["metadata_echo_request"], blocks["metadata_echo_response"]
+    tenant = _metadata.encode(_metadata.normalize({"tenant": "acme"}))
+    assert md_request[HEADER_SIZE:] == tenant + corvid.encode(str, "hello")
+    assert _metadata.decode(md_response[HEADER_SIZE:]) == ([("served-by", b"a1")], 22)
+    head = parse_header(md_request)
+    assert request_header(head.request_id, head.body_length, head.signature,
+                          flags=0x08) == md_request[:HEADER_SIZE]
 
 
 def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
@@ -401,6 +410,7 @@ def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
             got = await frame()
             assert got[:2] + b"\x03" + got[3:4] + b"\x12" + got[5:] == want
             w.write(block("unknown_flag_response"))
+            await exchange("metadata_echo_request", "metadata_echo_response")
             assert await frame() == block("ping_frame")  # a heartbeat
             w.write(block("pong_frame"))
             w.write(block("protocol_error_response"))
@@ -433,6 +443,9 @@ def test_protocol_frames_as_the_client_sends_and_reads_them() -> None:
             await c.call(echo, "hello")
         assert (e.value.code, e.value.message) == (
             4, "unknown must-understand flag bit 0x02 (flags 0x12)")
+        c._next_id = 0x0000000100000010  # the doc's metadata vectors' id
+        got = await c.call_reply(echo, "hello", metadata=[("tenant", "acme")])
+        assert (got.value, got.metadata) == ("hello", [("served-by", b"a1")])
         c.heartbeat_interval = 0.01  # now ping, as a heartbeat does after silence
         c._conn.heartbeat.schedule()  # type: ignore[union-attr]
         err = await c.wait_closed()

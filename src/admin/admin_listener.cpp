@@ -60,7 +60,7 @@ void admin_listener::accept_next() {
           });
           return;
         }
-        serve(host_, *sessions_, std::move(socket));
+        serve(host_, *sessions_, std::move(socket), tls_ ? tls_() : nullptr);
         accept_next();
       });
 }

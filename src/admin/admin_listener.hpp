@@ -4,6 +4,7 @@
 // with a place in this listener's own pool: a private port shares no capacity with the public
 // one, so a crowd on the RPC port cannot make this one answer 503.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "../admission/shared_slots.hpp"
 #include "../runtime/asio_all.hpp"
+#include "../transport/asio_ssl.hpp"
 #include "admin_host.hpp"
 
 namespace corvid::admin {
@@ -21,6 +23,11 @@ class admin_listener {
   // Listens on `address` ("host:port", port 0 = ephemeral); accepts on `reactor`.
   admin_listener(admin_host& host, asio::io_context& reactor);
   rpc_error listen(const std::string& address);
+  // HTTPS: every connection accepted from now on handshakes with the context `context()`
+  // returns then (the server's current one, so a reload applies to the next connection).
+  void serve_tls(std::function<std::shared_ptr<asio::ssl::context>()> context) {
+    tls_ = std::move(context);
+  }
   void start();  // on the reactor
   void close();  // on the reactor: no more admin connections
   std::uint16_t port() const noexcept { return port_; }
@@ -33,6 +40,7 @@ class admin_listener {
   asio::basic_socket_acceptor<asio::generic::stream_protocol> acceptor_;
   asio::steady_timer retry_;
   std::uint16_t port_ = 0;
+  std::function<std::shared_ptr<asio::ssl::context>()> tls_;  // empty: plain HTTP
 };
 
 }  // namespace corvid::admin

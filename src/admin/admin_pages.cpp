@@ -15,6 +15,10 @@ std::string_view reason_phrase(int status) {
       return "OK";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
@@ -113,7 +117,9 @@ std::string serialize(const http_response& r, bool head_only) {
   std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " +
                     std::string(reason_phrase(r.status)) + "\r\nContent-Type: " + r.content_type +
                     "\r\nContent-Length: " + std::to_string(r.body.size()) +
-                    "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
+                    "\r\nCache-Control: no-store\r\nConnection: close\r\n";
+  if (!r.www_authenticate.empty()) out += "WWW-Authenticate: " + r.www_authenticate + "\r\n";
+  out += "\r\n";
   if (!head_only) out += r.body;
   return out;
 }

@@ -14,6 +14,8 @@ struct http_response {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // A 401's challenge ("Bearer"): sent as WWW-Authenticate when not empty.
+  std::string www_authenticate;
 };
 
 // Whether `path` needs a server snapshot (everything but /health and unknown paths).

@@ -68,6 +68,8 @@ parse_result parse_http_request(std::string_view input, http_request& request) {
   if (target.size() > 2048) return bad(414, "target too long");
 
   bool json = false;
+  std::string_view authorization;
+  bool has_authorization = false;
   while (!head.empty()) {
     const std::size_t e = head.find("\r\n");
     const std::string_view h = head.substr(0, e);
@@ -87,6 +89,13 @@ parse_result parse_http_request(std::string_view input, http_request& request) {
       return bad(400, "the admin endpoints take no request body");
     }
     if (iequals(name, "accept") && value.find("application/json") != value.npos) json = true;
+    if (iequals(name, "authorization")) {
+      if (has_authorization) return bad(400, "more than one Authorization header");
+      has_authorization = true;
+      const std::size_t b = value.find_first_not_of(" \t");
+      authorization = b == value.npos ? std::string_view{}
+                                      : value.substr(b, value.find_last_not_of(" \t") + 1 - b);
+    }
   }
   if (method != "GET" && method != "HEAD") return bad(405, "only GET and HEAD");
 
@@ -95,6 +104,7 @@ parse_result parse_http_request(std::string_view input, http_request& request) {
   request.path = target.substr(0, q);
   request.query = q == std::string_view::npos ? std::string_view{} : target.substr(q + 1);
   request.wants_json = json;
+  request.authorization = authorization;
   return {parse_status::complete, 0, {}};
 }
 

@@ -16,6 +16,9 @@ struct http_request {
   std::string_view path;    // the target without its query
   std::string_view query;   // after '?', or empty
   bool wants_json = false;  // an Accept header naming application/json
+  // The Authorization header's value without surrounding blanks (admin_auth.hpp); empty
+  // when absent. A request with two is refused 400 (which one counts would be a guess).
+  std::string_view authorization;
 };
 
 enum class parse_status {

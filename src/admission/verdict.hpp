@@ -16,6 +16,7 @@ enum class pause_reason : std::uint8_t {
   calls,    // max_calls_per_connection running: a call's end wakes it
   replies,  // max_queued_reply_bytes queued: a write's completion wakes it
   workers,  // its share of the worker queue taken: one of its blocking calls' end wakes it
+  check,    // an asynchronous interceptor decides on the request at its head: its answer wakes it
 };
 
 struct verdict {

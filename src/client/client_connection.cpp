@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include "corvid/codec/sink.hpp"
@@ -9,6 +10,7 @@
 #include "corvid/detail/recycled_handler.hpp"
 #include "corvid/runtime/io_pool.hpp"
 
+#include "../protocol/metadata_block.hpp"
 #include "../protocol/trace_prefix.hpp"
 #include "../runtime/asio_all.hpp"
 #include "../runtime/endpoint.hpp"
@@ -408,7 +410,17 @@ void client_connection::fail_all(rpc_error e) {
 
 void client_connection::submit(call_base* call, std::uint32_t function_id, std::string_view name,
                                std::uint16_t signature, std::string_view attachment,
-                               std::chrono::milliseconds timeout, const request_encoder& encode) {
+                               std::chrono::milliseconds timeout, const request_encoder& encode,
+                               const metadata* md) {
+  std::uint8_t flags = call->trace() ? protocol::flag_trace : std::uint8_t{0};
+  if (md != nullptr) [[unlikely]] {
+    // Empty: no block, no flag, the request is what it was without metadata.
+    if (md->empty()) {
+      md = nullptr;
+    } else {
+      flags |= protocol::flag_metadata;
+    }
+  }
   std::unique_lock lk(mutex_);
   // One clock read for the deadline and the metrics' start.
   const auto now = timeout.count() > 0 || metrics_.on() ? std::chrono::steady_clock::now()
@@ -434,6 +446,11 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
         p->frame.resize(protocol::header_size + protocol::trace_prefix_size);
         protocol::encode_trace_prefix(*call->trace(), p->frame.data() + protocol::header_size);
       }
+      if (md != nullptr) [[unlikely]] {
+        const std::size_t at = p->frame.size();
+        p->frame.resize(at + protocol::metadata_wire_size(*md));
+        protocol::encode_metadata(*md, p->frame.data() + at);
+      }
       codec::string_sink sink(p->frame);
       encode.to_string(encode.args, sink);
       body = p->frame.size() - protocol::header_size;
@@ -457,7 +474,7 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
                   .signature = signature,
                   .body = static_cast<std::uint32_t>(body),
                   .attachment = static_cast<std::uint32_t>(attachment.size()),
-                  .flags = call->trace() ? protocol::flag_trace : std::uint8_t{0}};
+                  .flags = flags};
     metrics::client_recorder::queued(slot_of(*call), body + attachment.size());
     park_locked(call, std::move(p), timeout, now);
     const bool rearm = slot_of(*call).timed && deadlines_.head() == call;
@@ -470,6 +487,8 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
   if (call->trace()) [[unlikely]]
     protocol::encode_trace_prefix(*call->trace(), pending_.extend(protocol::trace_prefix_size));
   try {
+    if (md != nullptr) [[unlikely]]  // may be large: its memory may run out, as the arguments'
+      protocol::encode_metadata(*md, pending_.extend(protocol::metadata_wire_size(*md)));
     encode.to_queue(encode.args, pending_);
   } catch (...) {
     pending_.rollback(mark);
@@ -497,7 +516,7 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
                               .body = static_cast<std::uint32_t>(body),
                               .attachment = static_cast<std::uint32_t>(attachment.size()),
                               .timeout_ms = wire_timeout(timeout),
-                              .flags = call->trace() ? protocol::flag_trace : std::uint8_t{0}});
+                              .flags = flags});
   protocol::encode_header(h, pending_.at(mark));  // after encoding: the buffer may have moved
   pending_.count_frame();
   if (slot_of(*call).extra_credit != 0) [[unlikely]]
@@ -732,8 +751,9 @@ void client_connection::reply_role::on_partial_frame(const protocol::frame_heade
 
 frame_verdict client_connection::reply_role::on_frame(const protocol::frame_header& h,
                                                       const char* body) {
-  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
-    // No must-understand bit of a server's frame is known: its call or stream ends with
+  if ((h.flags & protocol::must_understand_flags) != 0 && protocol::unknown_must_understand(h) != 0)
+      [[unlikely]] {
+    // A must-understand bit this build does not know for the frame: its call or stream ends with
     // protocol_error (a stream's server is told, by a cancel), a ping or pong is not acted on,
     // and the connection goes on: the frame's lengths are good.
     call_base* call = nullptr;
@@ -770,10 +790,14 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
     }
     return frame_verdict::next;
   }
+  std::string_view reply_body(body, h.body_length);
+  std::optional<reply_metadata> md;  // engaged only for a reply that carries a block
+  if ((h.flags & protocol::flag_metadata) != 0) [[unlikely]]
+    md = c.read_reply_metadata(reply_body);  // reply_body: what follows the block
   if (h.request_id == 0 && h.status != rpc_errc::ok) [[unlikely]] {
     // The server rejected the stream itself (e.g. a corrupt frame) and is closing.
     std::string message;
-    if (codec::decode(std::string_view(body, h.body_length), message) != codec::decode_errc::ok)
+    if (codec::decode(reply_body, message) != codec::decode_errc::ok)
       message = "server reported a connection error";
     c.fail_all({h.status, std::move(message)});
     return frame_verdict::fail;
@@ -788,15 +812,52 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
     if (call != nullptr) {
       call_slot& slot = slot_of(*call);
       deferred = slot.completion_deferred = slot.pinned;
-      metrics::client_recorder::ended(slot, h.status, h.frame_size(), c.read_at_);
+      metrics::client_recorder::ended(slot, md && md->error ? rpc_errc::protocol_error : h.status,
+                                      h.frame_size(), c.read_at_);
     }
   }
   if (call != nullptr) {  // else: a late reply to a call that already timed out
-    call->set_reply(h.status, std::string_view(body, h.body_length),
+    if (md) [[unlikely]] {
+      if (!deliver_reply_metadata(*call, *md)) {
+        finish_call(call, deferred);
+        return frame_verdict::next;
+      }
+    }
+    call->set_reply(h.status, reply_body,
                     std::string_view(body + h.body_length, h.attachment_length));
     finish_call(call, deferred);  // may resume the caller right here, on this reactor
   }
   return frame_verdict::next;
+}
+
+client_connection::reply_metadata client_connection::read_reply_metadata(
+    std::string_view& body) const {
+  reply_metadata out;
+  protocol::metadata_read r = protocol::read_metadata(
+      body, {.max_entries = config_.max_metadata_entries, .max_bytes = config_.max_metadata_bytes});
+  if (r.code != rpc_errc::ok) {
+    out.error = rpc_error(rpc_errc::protocol_error, "bad reply metadata: " + r.message);
+    return out;
+  }
+  out.entries = r.entries;
+  body.remove_prefix(r.consumed);
+  return out;
+}
+
+bool client_connection::deliver_reply_metadata(call_base& call, reply_metadata& md) noexcept {
+  if (md.error) {
+    call.set_error(std::move(md.error));
+    return false;
+  }
+  if (metadata* to = call.reply_metadata(); to != nullptr) {
+    try {
+      *to = md.entries.to_metadata();
+    } catch (...) {  // only std::bad_alloc can get here
+      call.set_error({rpc_errc::message_too_large, "out of memory copying reply metadata"});
+      return false;
+    }
+  }
+  return true;
 }
 
 // ---- deadlines ------------------------------------------------------------------------

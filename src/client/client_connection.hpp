@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "corvid/call_metadata.hpp"
 #include "corvid/client/call_state.hpp"
 #include "corvid/client/client_config.hpp"
 #include "corvid/client/stream_call.hpp"
@@ -90,10 +91,12 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Queues one request; `encode` appends the encoded arguments. Any thread. Takes over one
   // reference to `call`; the call completes with a reply or an error. At a cap (client_config)
   // the request is encoded into a parked_request of its own and waits.
-  // `name`: the function's qualified name, the metrics' method label.
+  // `name`: the function's qualified name, the metrics' method label. `md`: the call
+  // metadata to send (null or empty: none), encoded before this returns.
   void submit(call_base* call, std::uint32_t function_id, std::string_view name,
               std::uint16_t signature, std::string_view attachment,
-              std::chrono::milliseconds timeout, const request_encoder& encode);
+              std::chrono::milliseconds timeout, const request_encoder& encode,
+              const metadata* md = nullptr);
 
  private:
   // Unlocks `lk` and ends `call` with `e` (dropping the connection's reference).
@@ -140,6 +143,18 @@ class client_connection : public std::enable_shared_from_this<client_connection>
 
   void read_more(std::uint64_t epoch);
   void on_read(std::uint64_t epoch, const std::error_code& ec, std::size_t n);
+  // A reply's metadata block, checked against client_config's limits: its entries, or the
+  // protocol_error that ends its call.
+  struct reply_metadata {
+    metadata_view entries;
+    rpc_error error;
+  };
+  // Reads the block at the front of `body` and drops it from `body`.
+  reply_metadata read_reply_metadata(std::string_view& body) const;
+  // Fills the call's call_options::reply_metadata; false: the call was ended with an error
+  // instead (a bad block, or no memory for the copy).
+  static bool deliver_reply_metadata(call_base& call, reply_metadata& md) noexcept;
+
   // This side's part in the frame stream's batch loop: replies complete their calls, pings
   // are answered.
   struct reply_role {

@@ -92,8 +92,26 @@ std::shared_ptr<detail::stream_sender> rpc_client::stream_sender() const noexcep
 
 void rpc_client::submit(detail::call_base* call, std::uint32_t function_id, std::string_view name,
                         std::uint16_t signature, std::string_view attachment,
-                        std::chrono::milliseconds timeout, const detail::request_encoder& encode) {
-  conn_->submit(call, function_id, name, signature, attachment, timeout, encode);
+                        std::chrono::milliseconds timeout, const detail::request_encoder& encode,
+                        const corvid::metadata* metadata) {
+  conn_->submit(call, function_id, name, signature, attachment, timeout, encode, metadata);
+}
+
+rpc_error detail::run_interceptors(
+    const std::vector<std::shared_ptr<client_interceptor>>& interceptors, outgoing_call& call,
+    const corvid::metadata* md) noexcept {
+  try {
+    if (md != nullptr) call.metadata() = *md;
+    for (const auto& i : interceptors) {
+      if (i == nullptr) continue;
+      if (rpc_error e = i->on_call(call)) return e;
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return {rpc_errc::internal, e.what()};
+  } catch (...) {
+    return {rpc_errc::internal, "a client interceptor threw"};
+  }
 }
 
 void connect_awaiter::await_suspend(std::coroutine_handle<> h) {

@@ -44,6 +44,13 @@ class call_recorder {
   }
   // The handler returned to dispatch.
   void end_dispatch() noexcept { current_ = nullptr; }
+  // The call being dispatched was not: it waits and will begin again.
+  void withdraw() noexcept {
+    if (current_ == nullptr) return;
+    --last_->calls;
+    last_->request_bytes -= current_request_bytes_;
+    current_ = nullptr;
+  }
   // The stats of the call being dispatched if it is `request_id`, else null.
   method_stats* dispatching(std::uint64_t request_id) noexcept {
     return current_ != nullptr && current_id_ == request_id ? current_ : nullptr;

@@ -19,8 +19,7 @@
 namespace corvid::metrics {
 
 // rpc_errc values, 0 (ok) included so a code indexes directly.
-inline constexpr std::size_t errc_count =
-    static_cast<std::size_t>(rpc_errc::signature_mismatch) + 1;
+inline constexpr std::size_t errc_count = static_cast<std::size_t>(last_rpc_errc) + 1;
 
 // One method on one reactor.
 struct method_stats {

@@ -34,6 +34,14 @@ std::string_view to_string(rpc_errc e) noexcept {
       return "client_busy";
     case rpc_errc::signature_mismatch:
       return "signature_mismatch";
+    case rpc_errc::unauthenticated:
+      return "unauthenticated";
+    case rpc_errc::permission_denied:
+      return "permission_denied";
+    case rpc_errc::resource_exhausted:
+      return "resource_exhausted";
+    case rpc_errc::internal:
+      return "internal";
   }
   return "unknown_error";
 }

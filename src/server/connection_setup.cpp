@@ -11,6 +11,7 @@
 #include "../transport/tls_context.hpp"
 #include "server_connection.hpp"
 #include "server_core.hpp"
+#include "transport_identity.hpp"
 #include <sys/socket.h>
 
 namespace corvid::detail {
@@ -127,6 +128,8 @@ void connection_setup::handshake(std::shared_ptr<const server_tls> tls) {
         }
         c.stream_.tls().set_budget(c.mem().tls_tracker());
         c.metrics_.connection().transport = metrics::transport_kind::tls;
+        // Once per connection: every call on it (and an RDMA switch) keeps this identity.
+        read_certificate_identity(c.stream_.tls().native_handle(), c.identity_);
         c.gate_.begin();
       });
 }

@@ -8,6 +8,7 @@
 
 #include "corvid/server/request_context.hpp"
 
+#include "../protocol/metadata_block.hpp"
 #include "../protocol/trace_prefix.hpp"
 #include "method_limit.hpp"
 #include "server_connection.hpp"
@@ -23,9 +24,9 @@ bool dispatcher::admit_request(const protocol::frame_header& h, const char* payl
   const std::size_t queued = c.writer().queued_bytes();
   if (c.adm_.admits_request(h, duplicate, blocking, queued)) [[likely]] {
     served_ = true;
-    dispatch(h, payload, entry);
+    const bool done = dispatch(h, payload, entry);
     c.mem().return_admitted();  // unless a coroutine call took the bytes
-    return true;
+    return done;
   }
   return act_on(c.adm_.decide_request(h, duplicate, blocking, queued), h, payload, entry, ok);
 }
@@ -33,11 +34,12 @@ bool dispatcher::admit_request(const protocol::frame_header& h, const char* payl
 bool dispatcher::act_on(verdict v, const protocol::frame_header& h, const char* payload,
                         const handler_entry* entry, bool& ok) {
   switch (v.what) {
-    case verdict::kind::admit:
+    case verdict::kind::admit: {
       served_ = true;
-      dispatch(h, payload, entry);
+      const bool done = dispatch(h, payload, entry);
       c_.mem().return_admitted();
-      return true;
+      return done;
+    }
     case verdict::kind::refuse:
       c_.writer().reply_error(h.request_id, v.code, v.message);
       return true;
@@ -52,7 +54,7 @@ bool dispatcher::act_on(verdict v, const protocol::frame_header& h, const char* 
   return false;
 }
 
-void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
+bool dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
                           const handler_entry* entry) {
   request_view req{h.request_id, h.function_id, h.signature,
                    std::string_view(payload, h.body_length),
@@ -65,7 +67,7 @@ void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
   if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
     if (!read_flags(h, req)) {
       metrics.end_dispatch();
-      return;
+      return true;
     }
   }
   // 2. The caller's deadline: requests queued behind slow work, whose caller has given up,
@@ -77,7 +79,7 @@ void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
                               "deadline of " + std::to_string(h.timeout_ms) +
                                   " ms passed before the handler could run");
       metrics.end_dispatch();
-      return;
+      return true;
     }
   }
   // 3. The method.
@@ -87,9 +89,23 @@ void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
                   static_cast<unsigned>(h.function_id));
     c_.writer().reply_error(h.request_id, rpc_errc::function_not_found, msg);
     metrics.end_dispatch();
-    return;
+    return true;
   }
-  // 4. Its concurrency limit, then the handler.
+  // 4. The interceptors (server/interceptor.hpp): they may refuse it, before its arguments
+  // are decoded. A server without any pays this one test.
+  if (!c.core_.interceptors.empty()) [[unlikely]] {
+    switch (checks_.run(h, req, *entry)) {
+      case call_check::result::proceed:
+        break;
+      case call_check::result::answered:
+        metrics.end_dispatch();
+        return true;
+      case call_check::result::wait:
+        metrics.withdraw();  // dispatched again, and counted then, once the decision is in
+        return false;
+    }
+  }
+  // 5. Its concurrency limit, then the handler.
   c.running_.reserve_one();  // a coroutine call's slot in the index, before it starts
   if (entry->limit != nullptr) [[unlikely]] {
     invoke_limited(*entry, req);
@@ -97,6 +113,7 @@ void dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
     invoke(*entry, req);
   }
   metrics.end_dispatch();
+  return true;
 }
 
 void dispatcher::invoke(const handler_entry& entry, const request_view& req) {
@@ -131,17 +148,34 @@ bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) 
                             protocol::describe_unknown_must_understand(h));
     return false;
   }
-  if ((h.flags & protocol::flag_trace) == 0) return true;
-  if (req.body.size() < protocol::trace_prefix_size) {
-    c_.writer().reply_error(h.request_id, rpc_errc::bad_request,
-                            "the trace flag is set but the body is shorter than a trace context (" +
-                                std::to_string(protocol::trace_prefix_size) + " bytes)");
-    return false;
+  if ((h.flags & protocol::flag_trace) != 0) {
+    if (req.body.size() < protocol::trace_prefix_size) {
+      c_.writer().reply_error(
+          h.request_id, rpc_errc::bad_request,
+          "the trace flag is set but the body is shorter than a trace context (" +
+              std::to_string(protocol::trace_prefix_size) + " bytes)");
+      return false;
+    }
+    caller_trace_ = protocol::decode_trace_prefix(req.body.data());
+    req.body.remove_prefix(protocol::trace_prefix_size);
+    // An invalid context (an all-zero id) is dropped, as W3C asks: the call runs untraced.
+    if (caller_trace_.valid()) req.trace = &caller_trace_;
   }
-  caller_trace_ = protocol::decode_trace_prefix(req.body.data());
-  req.body.remove_prefix(protocol::trace_prefix_size);
-  // An invalid context (an all-zero id) is dropped, as W3C asks: the call runs untraced.
-  if (caller_trace_.valid()) req.trace = &caller_trace_;
+  if ((h.flags & protocol::flag_metadata) != 0) {
+    // Checked whole against the limits before a view of any entry is taken. Its bytes came
+    // with the frame, charged by admission like the arguments; nothing is allocated here.
+    const server_config& cfg = c_.core_.config;
+    protocol::metadata_read md = protocol::read_metadata(
+        req.body, {.max_entries = cfg.max_metadata_entries, .max_bytes = cfg.max_metadata_bytes});
+    if (md.code != rpc_errc::ok) {
+      c_.writer().reply_error(h.request_id, md.code, md.message);
+      return false;
+    }
+    req.metadata_entries =
+        req.body.substr(protocol::metadata_head_size, md.consumed - protocol::metadata_head_size);
+    req.metadata_count = static_cast<std::uint16_t>(md.entries.size());
+    req.body.remove_prefix(md.consumed);
+  }
   return true;
 }
 

@@ -13,6 +13,7 @@
 
 #include "../admission/verdict.hpp"
 #include "blocking_lane.hpp"
+#include "call_check.hpp"
 
 namespace corvid {
 class request_context;
@@ -29,7 +30,7 @@ class dispatcher {
  public:
   using time_point = std::chrono::steady_clock::time_point;
 
-  explicit dispatcher(server_connection& c) noexcept : c_(c) {}
+  explicit dispatcher(server_connection& c) noexcept : c_(c), checks_(c) {}
 
   // The next frame is a request: whether it may be dispatched now. False = stop the batch
   // (paused, or the frame was refused and the stream cannot continue: `ok` false).
@@ -49,7 +50,9 @@ class dispatcher {
   [[gnu::cold, gnu::noinline]] bool act_on(verdict v, const protocol::frame_header& h,
                                            const char* payload, const handler_entry* entry,
                                            bool& ok);
-  void dispatch(const protocol::frame_header& h, const char* payload, const handler_entry* entry);
+  // False: an asynchronous interceptor is deciding on the request, and the connection is
+  // paused with it unconsumed (it is dispatched again when the decision is in).
+  bool dispatch(const protocol::frame_header& h, const char* payload, const handler_entry* entry);
   // A request with must-understand flag bits: takes the trace context off its body
   // (protocol::flag_trace). False when a bit is unknown, or the body is too short for a trace
   // context: the request is answered bad_request, before anything else reads its body.
@@ -64,6 +67,7 @@ class dispatcher {
   trace_context caller_trace_;     // the request being dispatched's, while it is
   method_limit* limit_ = nullptr;  // the limit invoke_limited holds for the call starting
   blocking_lane lane_;             // its blocking calls waiting for a worker (the pool's)
+  call_check checks_;              // the server's interceptors' verdicts on its requests
   bool served_ = false;
 };
 

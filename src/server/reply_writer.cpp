@@ -75,8 +75,10 @@ void reply_writer::end_reply(request_context* ctx) {
   using access = request_context_access;
   const bool owned = ctx != nullptr && access::attachment_owned(*ctx);
   const std::size_t attachment = ctx == nullptr ? 0 : access::attachment_size(*ctx);
-  const protocol::frame_header h = protocol::make_response(id_, static_cast<std::uint32_t>(body),
-                                                           static_cast<std::uint32_t>(attachment));
+  protocol::frame_header h = protocol::make_response(id_, static_cast<std::uint32_t>(body),
+                                                     static_cast<std::uint32_t>(attachment));
+  if (ctx != nullptr && access::response_metadata(*ctx) != nullptr) [[unlikely]]
+    h.flags = protocol::flag_metadata;  // send_value put the block first in the body
   if (owned) {
     pending_.append_owned(access::take_owned_attachment(*ctx));
   } else if (ctx != nullptr) {

@@ -23,6 +23,15 @@ void request_context::start_span(const trace_context& caller) noexcept {
 }
 
 std::string request_context::peer_address() const { return sink_->peer_address(); }
+const peer_identity& request_context::identity() const noexcept { return sink_->identity(); }
+
+namespace detail {
+// A sink of a connection that proves nothing (and test sinks): no identity.
+const peer_identity& reply_sink::identity() const noexcept {
+  static const peer_identity none;
+  return none;
+}
+}  // namespace detail
 asio::io_context& request_context::reactor() const noexcept { return sink_->reactor(); }
 
 bool cancellable_sleep::await_ready() const noexcept {

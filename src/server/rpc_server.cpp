@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include "../admin/admin_auth.hpp"
 #include "../admin/admin_listener.hpp"
 #include "../discovery/server_presence.hpp"
 #include "../metrics/prometheus_text.hpp"
@@ -83,11 +84,12 @@ server_core::~server_core() {
 }
 
 void server_core::add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn,
-                              describe_fn describe, bool blocking) {
+                              describe_fn describe, bool blocking, bool stream) {
   std::lock_guard lk(mutex_);
   if (started_) throw std::logic_error("corvid: register_handler after start()");
   auto [it, inserted] = handlers_.try_emplace(
-      id, handler_entry{std::string(name), object, fn, blocking, nullptr, handlers_.size()});
+      id,
+      handler_entry{std::string(name), object, fn, blocking, stream, nullptr, handlers_.size()});
   if (!inserted) {
     throw std::logic_error(it->second.name == name
                                ? "corvid: handler registered twice: " + std::string(name)
@@ -103,6 +105,13 @@ void server_core::list_handlers() {
 }
 
 rpc_error server_core::async_start() {
+  {
+    const auto t = tls();
+    if (auto e = admin::check_admin_settings(config, t != nullptr,
+                                             t != nullptr && !t->config.ca_file.empty())) {
+      return e;
+    }
+  }
   {
     std::lock_guard lk(mutex_);
     if (started_) return {rpc_errc::invalid_argument, "server already started"};
@@ -170,6 +179,12 @@ rpc_error server_core::async_start() {
       }
       pool_->stop();
       return err;
+    }
+    if (config.admin_require_client_certificate) {  // HTTPS (check_admin_settings)
+      admin_->serve_tls([this] {
+        auto t = tls();
+        return t ? t->context : nullptr;
+      });
     }
     asio::post(pool_->at(0), [this] { admin_->start(); });
   }
@@ -387,8 +402,34 @@ void rpc_server::set_serving(bool serving) {
 }
 
 void rpc_server::add_handler(std::uint32_t id, std::string_view name, void* object,
-                             detail::invoke_fn fn, detail::describe_fn describe, bool blocking) {
-  core_->add_handler(id, name, object, fn, describe, blocking);
+                             detail::invoke_fn fn, detail::describe_fn describe, bool blocking,
+                             bool stream) {
+  core_->add_handler(id, name, object, fn, describe, blocking, stream);
+}
+
+void rpc_server::add_interceptor(std::shared_ptr<server_interceptor> interceptor) {
+  core_->add_interceptor(std::move(interceptor));
+}
+void rpc_server::add_interceptor(std::shared_ptr<async_server_interceptor> interceptor) {
+  core_->add_interceptor(std::move(interceptor));
+}
+
+namespace {
+// add_interceptor(function): a function as a server_interceptor.
+class function_interceptor final : public server_interceptor {
+ public:
+  explicit function_interceptor(std::function<call_verdict(const call_info&)> f)
+      : f_(std::move(f)) {}
+  call_verdict on_call(const call_info& call) override { return f_(call); }
+
+ private:
+  std::function<call_verdict(const call_info&)> f_;
+};
+}  // namespace
+
+void rpc_server::add_interceptor(std::function<call_verdict(const call_info&)> check) {
+  if (!check) throw std::invalid_argument("corvid: add_interceptor(empty function)");
+  add_interceptor(std::make_shared<function_interceptor>(std::move(check)));
 }
 
 void rpc_server::set_method_limit(std::uint32_t id, std::string_view name,

@@ -14,6 +14,7 @@
 #include "../runtime/asio_all.hpp"
 #include "method_limit.hpp"
 #include "server_core.hpp"
+#include "transport_identity.hpp"
 
 namespace corvid::detail {
 
@@ -35,6 +36,7 @@ server_connection::server_connection(server_core& core,
   std::error_code ec;
   if (stream_.socket().local_endpoint(ec).protocol().family() == AF_UNIX) {
     metrics_.connection().transport = metrics::transport_kind::unix_socket;
+    identity_.unix_peer = unix_peer_of(stream_.socket().native_handle());
   }
 }
 

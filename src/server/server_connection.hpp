@@ -61,6 +61,9 @@ class server_connection final : public reply_writer, public call_budget, public 
   void span_ended(request_context& ctx) noexcept override;
   asio::io_context& reactor() noexcept override { return reactor_; }
   std::string peer_address() const override { return peer_; }
+  // What the transport proved at setup (connection_setup for TLS, the constructor for a Unix
+  // socket); an RDMA connection keeps what its TCP or TLS setup connection proved.
+  const peer_identity& identity() const noexcept override { return identity_; }
 
   // call_budget: admission's, with the running calls' index.
   std::size_t call_allowance(std::size_t want) noexcept override { return mem().allowance(want); }
@@ -101,6 +104,7 @@ class server_connection final : public reply_writer, public call_budget, public 
   friend class dispatcher;
   friend class connection_setup;
   friend class connection_watch;
+  friend class call_check;
 
   std::shared_ptr<server_connection> self() {
     return std::static_pointer_cast<server_connection>(shared_from_this());
@@ -161,6 +165,7 @@ class server_connection final : public reply_writer, public call_budget, public 
   asio::io_context& reactor_;
   byte_stream stream_;  // TCP, Unix, TLS or RDMA
   std::string peer_;
+  peer_identity identity_;    // set once, before the first request is read
   connection_admission adm_;  // before frames_: charged for its read buffer from the start
   frame_stream frames_;       // read buffer, the write in flight, heartbeat clock
   running_calls running_;     // coroutine calls in flight, by request id

@@ -25,6 +25,7 @@
 #include "../metrics/snapshot.hpp"
 #include "../runtime/asio_all.hpp"
 #include "../runtime/stats_counters.hpp"
+#include "interceptor_chain.hpp"
 #include "method_limit.hpp"
 #include "worker_pool.hpp"
 
@@ -54,6 +55,7 @@ struct handler_entry {
   void* object;
   invoke_fn invoke;
   bool blocking = false;  // runs on the worker pool (register_blocking_handler)
+  bool stream = false;    // a streaming function (its calls open streams)
   // set_method_limit; null = unlimited. Its refused() counts the calls the limit refused.
   std::unique_ptr<method_limit> limit;
   std::size_t index = 0;  // registration order: the method's slot in the metrics shards
@@ -70,7 +72,14 @@ class server_core : public admin::admin_host {
 
   // Records `describe` for reflection once list_handlers() was called.
   void add_handler(std::uint32_t id, std::string_view name, void* object, invoke_fn fn,
-                   describe_fn describe, bool blocking = false);
+                   describe_fn describe, bool blocking, bool stream);
+  // Before start (std::logic_error otherwise).
+  template <class I>
+  void add_interceptor(std::shared_ptr<I> i) {
+    std::lock_guard lk(mutex_);
+    if (started_) throw std::logic_error("corvid: add_interceptor after start()");
+    interceptors.add(std::move(i));
+  }
   // Reflection lists the handlers registered from now on: rpc_server's constructor calls it
   // after registering its built-in methods, with server_config::reflection.
   void list_handlers();
@@ -109,6 +118,7 @@ class server_core : public admin::admin_host {
   // The built-in health method's state (protocol/health.hpp): its watches run on the
   // connections, which end first.
   health_service health;
+  interceptor_chain interceptors;  // fixed at start; read by every reactor without a lock
   // The reflection method's handler list (server_config::reflection; empty without it).
   reflection_service reflection;
   // Places for connections in pre-authentication (server_connection::enter_pre_auth).

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "corvid/call_metadata.hpp"
 #include "corvid/trace/trace_context.hpp"
 
+#include "protocol/metadata_block.hpp"
 #include "wire_util.hpp"
 
 namespace corvid::protocol::test {
@@ -42,6 +44,20 @@ std::string with_flags(std::string frame, std::uint8_t flags) {
   decode_header(frame.data(), h, default_max_frame_size);
   h.flags = flags;
   encode_header(h, frame.data());
+  return frame;
+}
+
+// `frame` (a request or response) carrying `md`: its block first in the body, flag_metadata set
+// (encode_header then picks version 3).
+std::string with_metadata(std::string frame, const metadata& md) {
+  frame_header h;
+  decode_header(frame.data(), h, default_max_frame_size);
+  std::string block(metadata_wire_size(md), '\0');
+  encode_metadata(md, block.data());
+  h.flags |= flag_metadata;
+  h.body_length += static_cast<std::uint32_t>(block.size());
+  encode_header(h, frame.data());
+  frame.insert(header_size, block);
   return frame;
 }
 
@@ -84,6 +100,10 @@ std::map<std::string, std::string> built_vectors() {
       {"unknown_flag_response",
        error_response(id + 9, rpc_errc::bad_request,
                       "unknown must-understand flag bit 0x02 (flags 0x12)")},
+      {"metadata_echo_request",
+       with_metadata(request<echo>(id + 16, {}, "hello"), metadata{{"tenant", "acme"}})},
+      {"metadata_echo_response",
+       with_metadata(response(id + 16, std::string("hello")), metadata{{"served-by", "a1"}})},
       {"ping_frame", frame({.type = msg_type::ping}, {})},
       {"pong_frame", frame({.type = msg_type::pong, .reactors = 2}, {})},
   };

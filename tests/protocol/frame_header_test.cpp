@@ -16,7 +16,7 @@ constexpr std::uint32_t u32_max = std::numeric_limits<std::uint32_t>::max();
 // The format's constants are wire facts: pinned here so a change is a deliberate test edit.
 static_assert(header_size == 32);
 static_assert(magic0 == 'C' && magic1 == 'V' && current_version == 3 && base_version == 2);
-static_assert(must_understand_flags == 0x0F && flag_trace == 0x01);
+static_assert(must_understand_flags == 0x0F && flag_trace == 0x01 && flag_metadata == 0x08);
 static_assert(default_max_frame_size == 64u * 1024 * 1024);
 static_assert(static_cast<int>(msg_type::request) == 1 &&
               static_cast<int>(msg_type::response) == 2);
@@ -172,12 +172,14 @@ TEST(FrameHeader, VersionByteFollowsTheMustUnderstandBits) {
   }
 }
 
-// Per kind: only a request knows a must-understand bit (trace); every other bit 0-3, and
-// every bit of another kind, is unknown. Bits 4-7 are never refused.
+// Per kind: a request knows trace (0x01) and metadata (0x08), a response metadata; every
+// other bit 0-3, and every bit of another kind, is unknown. Bits 4-7 are never refused.
 TEST(FrameHeader, UnknownMustUnderstandBitsByKind) {
   for (std::uint8_t t = 1; t <= max_msg_type; ++t) {
     const auto type = static_cast<msg_type>(t);
-    const std::uint8_t known = type == msg_type::request ? 0x01 : 0x00;
+    const std::uint8_t known = type == msg_type::request    ? 0x09
+                               : type == msg_type::response ? 0x08
+                                                            : 0x00;
     EXPECT_EQ(known_must_understand(type), known);
     for (unsigned f = 0; f <= 0xff; ++f) {
       const frame_header h{.type = type, .flags = static_cast<std::uint8_t>(f)};

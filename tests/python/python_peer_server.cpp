@@ -1,7 +1,8 @@
 // The C++ server the Python client's tests (python/tests) call: a handler for every codec
-// type, every server-side error, deadlines, cancellation, trace context, attachments and the
-// three kinds of stream.
+// type, every server-side error, deadlines, cancellation, trace context, attachments, call
+// metadata (and an interceptor that refuses calls on it) and the three kinds of stream.
 //   python_peer_server [--tls] [--mtls] [--unix PATH] [--max-frame N] [--max-streams N]
+//                      [--max-metadata-entries N]
 //   python_peer_server --schema     prints describe_schema of its handlers (for corvid-stubgen)
 // Reflection is on: corvid::reflection_service::describe answers the same schema.
 // Serves on 127.0.0.1 (or PATH) and prints "port N" (with --tls/--mtls first
@@ -228,6 +229,25 @@ inline std::string trace_of(corvid::request_context& ctx) {
   return t->traceparent() + " " + parent;
 }
 
+// Call metadata: the request's entries as "key=value" (in order), and the reply's metadata is
+// each of them again under "echo-<key>", then "served-by: peer".
+inline std::vector<std::string> metadata_of(corvid::request_context& ctx) {
+  std::vector<std::string> out;
+  corvid::metadata& reply = ctx.response_metadata();
+  for (const auto e : ctx.metadata()) {
+    out.push_back(std::string(e.key) + "=" + std::string(e.value));
+    reply.add("echo-" + std::string(e.key), e.value);
+  }
+  reply.add("served-by", "peer");
+  return out;
+}
+// Methods named guarded_* are refused by the server's interceptor (guard below) unless the
+// call carries "authorization: Bearer let-me-in"; with "role: guest" too they are denied.
+inline std::string guarded_echo(std::string s) { return s; }
+inline corvid::stream<std::int32_t> guarded_count(std::int32_t n) {
+  for (std::int32_t i = 1; i <= n; ++i) co_yield i;
+}
+
 // Streams.
 inline corvid::stream<std::int32_t> count_to(std::int32_t n) {
   for (std::int32_t i = 1; i <= n; ++i) co_yield i;
@@ -264,6 +284,19 @@ inline std::int32_t endless_ends() { return endless_destroyed.load(); }
 
 namespace {
 
+corvid::call_verdict guard(const corvid::call_info& call) {
+  if (!call.method.starts_with("guarded_")) return corvid::call_verdict::proceed();
+  if (call.metadata.find("authorization") != std::optional<std::string_view>("Bearer let-me-in")) {
+    return corvid::call_verdict::refuse_static(corvid::rpc_errc::unauthenticated,
+                                               "a bearer token is required");
+  }
+  if (call.metadata.find("role") == std::optional<std::string_view>("guest")) {
+    return corvid::call_verdict::refuse(corvid::rpc_errc::permission_denied,
+                                        "guests may not call " + std::string(call.method));
+  }
+  return corvid::call_verdict::proceed();
+}
+
 void register_all(corvid::rpc_server& s) {
   s.register_handler<echo_bool, echo_i8, echo_u8, echo_i16, echo_u16, echo_i32, echo_u32, echo_i64,
                      echo_u64, echo_f32, echo_f64, echo, echo_blob, echo_list, echo_strings,
@@ -272,9 +305,10 @@ void register_all(corvid::rpc_server& s) {
   s.register_handler<add, sum_list, describe_variant, utf8_len, repeat, echo_color, echo_shape,
                      shape_code, raw_shape, shift, scale3, geo::echo_everything, geo::make_sample,
                      geo::check_sample, user_age, get_user, ns::twice, divide, attach, nap,
-                     naps_running, naps_cancelled, deadline_ms, trace_of>();
-  s.register_handler<count_to, upload, chat, fails_after, blobs, endless, endless_yields,
-                     endless_ends>();
+                     naps_running, naps_cancelled, deadline_ms, trace_of, metadata_of,
+                     guarded_echo>();
+  s.register_handler<guarded_count, count_to, upload, chat, fails_after, blobs, endless,
+                     endless_yields, endless_ends>();
 }
 
 std::string schema() {
@@ -284,8 +318,8 @@ std::string schema() {
       echo_opt, echo_tuple, echo_variant, echo_array, add, sum_list, describe_variant, utf8_len,
       repeat, echo_color, echo_shape, shape_code, raw_shape, shift, scale3, geo::echo_everything,
       geo::make_sample, geo::check_sample, user_age, get_user, ns::twice, divide, attach, nap,
-      naps_running, naps_cancelled, deadline_ms, trace_of, count_to, upload, chat, fails_after,
-      blobs, endless, endless_yields, endless_ends>();
+      naps_running, naps_cancelled, deadline_ms, trace_of, metadata_of, guarded_echo, guarded_count,
+      count_to, upload, chat, fails_after, blobs, endless, endless_yields, endless_ends>();
 }
 
 }  // namespace
@@ -313,15 +347,18 @@ int main(int argc, char** argv) {
       cfg.max_frame_size = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
     } else if (a == "--max-streams" && i + 1 < argc) {
       cfg.max_streams_per_connection = std::strtoul(argv[++i], nullptr, 10);
+    } else if (a == "--max-metadata-entries" && i + 1 < argc) {
+      cfg.max_metadata_entries = std::strtoul(argv[++i], nullptr, 10);
     } else {
       std::fprintf(stderr,
                    "usage: python_peer_server [--tls] [--mtls] [--unix PATH] [--max-frame N] "
-                   "[--max-streams N]\n");
+                   "[--max-streams N] [--max-metadata-entries N]\n");
       return 2;
     }
   }
   corvid::rpc_server server(cfg);
   register_all(server);
+  server.add_interceptor(guard);
   std::optional<corvid::test::test_certs> certs;
   if (tls) {
     certs.emplace();

@@ -117,6 +117,10 @@ test_certs::test_certs() {
         server_key);
   issue("client", "corvid-client", nullptr, ca_cert.get(), ca_key.get(), -1, 30, client_cert,
         client_key);
+  issue("san_client", "corvid-san-client",
+        "DNS:alice.example,DNS:alice.internal,URI:spiffe://example.org/ns/prod/sa/alice,"
+        "IP:10.1.2.3,IP:2001:db8::7",
+        ca_cert.get(), ca_key.get(), -1, 30, san_client_cert, san_client_key);
   issue("expired", "localhost", server_san, ca_cert.get(), ca_key.get(), -20, -10, expired_cert,
         expired_key);
   issue("wrong_name", "elsewhere.example", "DNS:elsewhere.example", ca_cert.get(), ca_key.get(), -1,

@@ -20,6 +20,14 @@ class test_certs {
   std::string server_key;
   std::string client_cert;  // CN corvid-client; signed by ca
   std::string client_key;
+  // CN corvid-san-client, signed by ca, with one subjectAltName of each kind a peer_identity
+  // reads: san_client_dns, san_client_uri, san_client_ips (IPv4, then IPv6).
+  std::string san_client_cert;
+  std::string san_client_key;
+  static constexpr const char* san_client_subject = "CN=corvid-san-client";
+  static constexpr const char* san_client_dns[] = {"alice.example", "alice.internal"};
+  static constexpr const char* san_client_uri = "spiffe://example.org/ns/prod/sa/alice";
+  static constexpr const char* san_client_ips[] = {"10.1.2.3", "2001:db8::7"};
   std::string expired_cert;  // like server_cert, but valid only in the past
   std::string expired_key;
   std::string other_ca;       // a second CA, trusting nothing above

@@ -20,6 +20,8 @@
 #include "corvid/trace/trace_scope.hpp"
 
 namespace corvid {
+class metadata;  // corvid/call_metadata.hpp
+
 // A result together with the reply's attachment (call_with_attachment / send_request_with).
 template <class R>
 struct with_attachment {
@@ -117,6 +119,10 @@ class call_base : public pooled {
   // made): sent with the request, and in scope again when the caller resumes.
   const std::optional<trace_context>& trace() const noexcept { return trace_; }
   void set_trace(const trace_context& t) noexcept { trace_ = t; }
+  // Where the reply's metadata goes (call_options::reply_metadata); null: nowhere. Written on
+  // the thread that ends the call, before its caller resumes.
+  metadata* reply_metadata() const noexcept { return reply_metadata_; }
+  void set_reply_metadata(metadata* md) noexcept { reply_metadata_ = md; }
 
  private:
   // Resumes the coroutine waiting on this call, or tells its call_waiter (either may free the
@@ -136,6 +142,7 @@ class call_base : public pooled {
 
   friend struct call_slot;
   std::optional<trace_context> trace_;
+  metadata* reply_metadata_ = nullptr;
   // The connection's part of the call (its request id, deadline links, ...): a call_slot,
   // which only the client's internals interpret. Kept here, not in a table of the connection's,
   // so that a call costs no allocation and no lookup more. Zero bytes: a call never filed.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "corvid/client/client_metrics.hpp"
 #include "corvid/protocol/frame_header.hpp"
@@ -12,6 +13,7 @@
 namespace corvid {
 
 class io_pool;
+class client_interceptor;  // corvid/client/client_interceptor.hpp
 
 struct client_config {
   std::chrono::milliseconds connect_timeout{5000};
@@ -82,6 +84,15 @@ struct client_config {
   // a client has no scrape endpoint of its own, so the counting would go unseen until the
   // application makes one and shows its prometheus_text() (server_config::client_metrics).
   std::shared_ptr<client_metrics> metrics;
+  // Limits on the metadata a reply carries (call_options::reply_metadata): a block over
+  // either, or malformed, ends its call with protocol_error (docs/protocol.md, "Call
+  // metadata").
+  std::size_t max_metadata_entries = 64;
+  std::size_t max_metadata_bytes = 8192;  // the whole block, its 6-byte head included
+  // Run in order on the calling thread before each request (unary calls and stream opens,
+  // every attempt of a pool's or balancer's call) is encoded; each may edit the call's
+  // metadata or fail the call locally (client_interceptor.hpp). Empty: no cost but a test.
+  std::vector<std::shared_ptr<client_interceptor>> interceptors;
 };
 
 }  // namespace corvid

@@ -6,12 +6,14 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "corvid/call_metadata.hpp"
 #include "corvid/export.hpp"
 #include "corvid/trace/trace_context.hpp"
 
@@ -44,6 +46,10 @@ class CORVID_API hedge_race : public std::enable_shared_from_this<hedge_race> {
   // What every copy sends besides its arguments: they may outlive the caller's frame.
   std::string attachment;
   std::optional<trace_context> trace;
+  std::optional<corvid::metadata> request_metadata;  // call_options::metadata
+  // Each copy's reply metadata (when the caller asked for it), by copy: a copy's reply writes
+  // its own, the caller takes the answer's. A deque: adding a copy's moves none of the others.
+  std::deque<corvid::metadata> reply_metadata;  // grown under mutex
 
  private:
   void delay_passed(std::uint64_t round);

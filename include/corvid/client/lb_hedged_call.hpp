@@ -36,6 +36,11 @@ task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> load_bala
                                          : detail::capture_trace();
   options.attachment = race->attachment;
   options.trace = race->trace ? &*race->trace : nullptr;
+  if (options.metadata != nullptr) {
+    race->request_metadata.emplace(*options.metadata);
+    options.metadata = &*race->request_metadata;
+  }
+  corvid::metadata* const reply_md = std::exchange(options.reply_metadata, nullptr);
   const std::string_view key = options.hash_key;  // the caller's, alive while it awaits
   options.hash_key = {};
 
@@ -63,12 +68,13 @@ task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> load_bala
         const std::size_t index = used.size();
         used.push_back(p->n);
         if (index > 0) count(policy_count::hedge);
+        call_options o = options;
         {
           std::lock_guard lk(race->mutex);
           race->replies.emplace_back();
           ++race->running;
+          if (reply_md != nullptr) o.reply_metadata = &race->reply_metadata.emplace_back();
         }
-        call_options o = options;
         o.timeout = deadline ? left(deadline) : std::chrono::milliseconds(0);
         hedge_copy<F>(shared_from_this(), race, index, std::move(*p), o, args...);
         next_at = steady::now() + delay;
@@ -101,6 +107,10 @@ task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> load_bala
     }
     if (out) {
       for (auto& l : losers) l.cancel();
+      // The answer's copy wrote its reply metadata before it stored the answer (under mutex).
+      if (reply_md != nullptr && race->answer_from < race->reply_metadata.size() &&
+          !race->reply_metadata[race->answer_from].empty())
+        *reply_md = race->reply_metadata[race->answer_from];
       if (from > 0) count(policy_count::hedge_won);
       co_return std::move(*out);
     }

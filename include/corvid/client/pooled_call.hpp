@@ -32,6 +32,7 @@ class [[nodiscard]] pooled_call final : private detail::call_waiter {
 
   pooled_call(pooled_call&& o) noexcept
       : options_(o.options_),
+        metadata_(std::move(o.metadata_)),
         args_(std::move(o.args_)),
         client_(std::move(o.client_)),
         call_(std::move(o.call_)),
@@ -77,6 +78,9 @@ class [[nodiscard]] pooled_call final : private detail::call_waiter {
   bool start_retry() noexcept;
 
   call_options options_{};
+  // A copy of call_options::metadata, for the attempts after the first (options_ points at
+  // it): on the heap, so that moving this call moves no metadata a started attempt points at.
+  std::unique_ptr<const corvid::metadata> metadata_;
   std::tuple<Args...> args_;
   std::shared_ptr<rpc_client> client_;  // keeps the connection open until the call ends
   detail::call_ref<state> call_;
@@ -88,6 +92,10 @@ template <auto F, bool WithAttachment, class... Args>
 pooled_call<F, WithAttachment, Args...>::pooled_call(client_pool& pool, const call_options& options,
                                                      Args&&... args)
     : options_(options), args_(std::move(args)...) {
+  if (options.metadata != nullptr) [[unlikely]] {
+    metadata_ = std::make_unique<const corvid::metadata>(*options.metadata);
+    options_.metadata = metadata_.get();
+  }
   client_pool::lease l;
   if (pool.pick(l)) {
     client_ = std::move(l.client);

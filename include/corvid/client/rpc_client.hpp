@@ -16,8 +16,10 @@
 #include <tuple>
 #include <type_traits>
 
+#include "corvid/call_metadata.hpp"
 #include "corvid/client/async_reply.hpp"
 #include "corvid/client/client_config.hpp"
+#include "corvid/client/client_interceptor.hpp"
 #include "corvid/codec/codec.hpp"
 #include "corvid/codec/sink.hpp"
 #include "corvid/detail/function_traits.hpp"
@@ -48,6 +50,15 @@ struct call_options {
   // load_balancer with lb_policy::consistent_hash: the bytes that pick the endpoint (calls
   // with equal keys go to the same one while it is up and not overloaded); empty = no key.
   std::string_view hash_key{};
+  // Metadata the request carries (docs/protocol.md, "Call metadata"); null or empty: none.
+  // Read when the call starts (a client_pool call keeps a copy for a retry, a hedged call one
+  // for its copies), so it need not outlive the start; a load_balancer call starts when it is
+  // awaited.
+  const corvid::metadata* metadata = nullptr;
+  // Filled with the reply's metadata, if it carries any, before the caller resumes (left as
+  // it was otherwise); must stay valid until the call ends. Null: a reply's metadata is
+  // checked and skipped.
+  corvid::metadata* reply_metadata = nullptr;
 };
 
 // What co_await stream<F>(...) and open_stream<F>(...) yield (for pools and balancers).
@@ -239,8 +250,29 @@ class CORVID_API rpc_client {
     const trace_context* trace = options.trace != nullptr ? options.trace : current_trace();
     if (trace != nullptr && trace->valid()) [[unlikely]]
       call->set_trace(*trace);
+    if (options.reply_metadata != nullptr) [[unlikely]]
+      call->set_reply_metadata(options.reply_metadata);
+    if (!config_.interceptors.empty()) [[unlikely]] {
+      // The interceptors edit a copy of the caller's metadata, which is encoded in its place.
+      outgoing_call out(protocol::function_name_v<F>, protocol::function_id<F>());
+      if (rpc_error e = detail::run_interceptors(config_.interceptors, out, options.metadata)) {
+        fail_locally(call, std::move(e));
+        return;
+      }
+      submit(call, protocol::function_id<F>(), protocol::function_name_v<F>,
+             protocol::signature_v<F>, options.attachment, timeout, detail::encoder_for(encode),
+             out.metadata().empty() ? nullptr : &out.metadata());
+      return;
+    }
     submit(call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
-           options.attachment, timeout, detail::encoder_for(encode));
+           options.attachment, timeout, detail::encoder_for(encode), options.metadata);
+  }
+  // Ends a call that was never handed to the connection (an interceptor refused it),
+  // dropping the connection's reference.
+  static void fail_locally(detail::call_base* call, rpc_error e) noexcept {
+    call->set_error(std::move(e));
+    call->complete();
+    call->release();
   }
 
   // Queues a stream's request; the caller gets one reference to its state.
@@ -275,7 +307,8 @@ class CORVID_API rpc_client {
   // Hands the call (one reference) and its encoded arguments to the connection.
   void submit(detail::call_base* call, std::uint32_t function_id, std::string_view name,
               std::uint16_t signature, std::string_view attachment,
-              std::chrono::milliseconds timeout, const detail::request_encoder& encode);
+              std::chrono::milliseconds timeout, const detail::request_encoder& encode,
+              const corvid::metadata* metadata);
   template <class Rep, class Period>
   static std::chrono::milliseconds clamp(std::chrono::duration<Rep, Period> d) {
     // Round up, and never to 0, which would mean "no deadline".

@@ -39,10 +39,9 @@ struct blocking_call : blocking_job, pooled {
         object(obj),
         request_id(req.request_id),
         storage(copy_request(req)),
-        body(storage.data(), req.body.size()),
-        ctx(s, req.request_id, req.function_id,
-            std::string_view(storage.data() + req.body.size(), req.attachment.size()), req.deadline,
-            req.trace) {
+        body(storage.data() + req.metadata_entries.size(), req.body.size()),
+        ctx(s, req.request_id, req.function_id, held_attachment(body, req), req.deadline, req.trace,
+            held_metadata(storage, req)) {
     request_context_access::cancel_at_deadline(ctx);
   }
   std::shared_ptr<reply_sink> sink;  // held: the call answers after a worker ran it
@@ -130,7 +129,7 @@ void invoke_blocking(void* object, reply_sink& sink, call_budget& budget, stream
   if (!signature_matches<F>(sink, req)) return;
   // The call waits in the queue with its request copy, decoded arguments and state.
   auto* call = make_charged_call<blocking_call<F>>(
-      sink, budget, req, blocking_call_cost<F> + req.body.size() + req.attachment.size(), object);
+      sink, budget, req, blocking_call_cost<F> + req.held_bytes(), object);
   if (call == nullptr) return;
   if (!decode_arguments<F>(sink, budget, req, call->body, call->args)) {
     delete call;

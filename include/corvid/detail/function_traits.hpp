@@ -163,4 +163,9 @@ struct owning<std::span<T, N>> {
 template <auto F>
 using client_result_t = typename owning<typename function_traits<decltype(F)>::result_type>::type;
 
+// Whether calling F opens a stream (its result or last parameter is one).
+template <auto F>
+inline constexpr bool is_stream_function =
+    function_traits<decltype(F)>::streams_in || function_traits<decltype(F)>::streams_out;
+
 }  // namespace corvid::detail

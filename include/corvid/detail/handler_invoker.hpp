@@ -39,6 +39,17 @@ struct request_view {
   std::string_view attachment;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   const trace_context* trace = nullptr;  // the caller's, when the request carried one
+  // The entries of its call metadata block, checked (docs/protocol.md, "Call metadata").
+  std::string_view metadata_entries{};
+  std::uint16_t metadata_count = 0;
+
+  metadata_view metadata() const noexcept {
+    return metadata_view(metadata_entries, metadata_count);
+  }
+  // What a call that outlives its read buffer copies: metadata, body and attachment.
+  std::size_t held_bytes() const noexcept {
+    return metadata_entries.size() + body.size() + attachment.size();
+  }
 };
 
 // A registered function's entry point, called by the connection that read the request: it
@@ -78,16 +89,23 @@ decltype(auto) apply_handler(void* object, request_context& ctx, decoded_args_t<
   }(std::make_index_sequence<std::tuple_size_v<params>>{});
 }
 
+// Appends the wire block of `md` (a reply's metadata).
+CORVID_API void append_metadata(outbound_queue& out, const corvid::metadata& md);
+
 // Queues a success reply carrying `value` (or nothing for void handlers). Its size is known
 // before anything is encoded, so the sink reserves the memory first; refused, it answers
 // the request with an error instead.
 template <class... V>
 void send_value(reply_sink& sink, std::uint64_t id, request_context& ctx, const V&... value) {
   const std::size_t attachment = request_context_access::attachment_size(ctx);
-  const std::size_t frame =
-      protocol::header_size + (std::size_t{0} + ... + codec::encoded_size(value)) + attachment;
+  const corvid::metadata* md = request_context_access::response_metadata(ctx);
+  const std::size_t frame = protocol::header_size +
+                            (std::size_t{0} + ... + codec::encoded_size(value)) + attachment +
+                            (md != nullptr ? md->wire_size() : 0);
   outbound_queue* out = sink.begin_reply(id, frame);
   if (out == nullptr) return;
+  if (md != nullptr) [[unlikely]]
+    append_metadata(*out, *md);  // first in the body (docs/protocol.md, "Call metadata")
   (codec::encode(*out, value), ...);
   sink.end_reply(&ctx);
 }
@@ -207,7 +225,7 @@ template <auto F>
 [[gnu::noinline]] void invoke_sync_traced(void* object, reply_sink& sink, const request_view& req,
                                           decoded_args_t<F>& args) {
   request_context ctx(sink, req.request_id, req.function_id, req.attachment, req.deadline,
-                      req.trace);
+                      req.trace, req.metadata());
   bool ok = false;
   {
     trace_scope scope(ctx.trace());
@@ -229,17 +247,29 @@ void invoke_sync(void* object, reply_sink& sink, call_budget& budget, stream_por
     invoke_sync_traced<F>(object, sink, req, args);
     return;
   }
-  request_context ctx(sink, req.request_id, req.function_id, req.attachment, req.deadline);
+  request_context ctx(sink, req.request_id, req.function_id, req.attachment, req.deadline, nullptr,
+                      req.metadata());
   answer_sync<F>(object, sink, req, ctx, args);
 }
 
 // A coroutine handler's request outlives the read buffer it arrived in, so its bytes are
 // copied into storage owned by the call; string_view arguments point into that copy.
 inline byte_buffer copy_request(const request_view& req) {
-  byte_buffer b(req.body.size() + req.attachment.size());
+  byte_buffer b(req.held_bytes());
+  b.append(req.metadata_entries);
   b.append(req.body);
   b.append(req.attachment);
   return b;
+}
+
+// The views of a request's copy (copy_request): its attachment follows its body ...
+inline std::string_view held_attachment(std::string_view body, const request_view& req) noexcept {
+  return {body.data() + body.size(), req.attachment.size()};
+}
+// ... and its metadata entries come first.
+inline metadata_view held_metadata(const byte_buffer& storage, const request_view& req) noexcept {
+  return metadata_view(std::string_view(storage.data(), req.metadata_entries.size()),
+                       req.metadata_count);
 }
 
 // What a call that outlives its read buffer keeps of its request: where it answers, the
@@ -251,10 +281,9 @@ struct held_request {
         budget(b),
         request_id(req.request_id),
         storage(copy_request(req)),
-        body(storage.data(), req.body.size()),
-        ctx(s, req.request_id, req.function_id,
-            std::string_view(storage.data() + req.body.size(), req.attachment.size()), req.deadline,
-            req.trace) {}
+        body(storage.data() + req.metadata_entries.size(), req.body.size()),
+        ctx(s, req.request_id, req.function_id, held_attachment(body, req), req.deadline, req.trace,
+            held_metadata(storage, req)) {}
   std::shared_ptr<reply_sink> sink;
   call_budget& budget;
   std::uint64_t request_id;
@@ -316,8 +345,8 @@ template <auto F>
 void invoke_coroutine(void* object, reply_sink& sink, call_budget& budget, stream_port&,
                       const request_view& req) {
   if (!signature_matches<F>(sink, req)) return;
-  auto* call = make_charged_call<coroutine_call<F>>(
-      sink, budget, req, coroutine_call_cost<F> + req.body.size() + req.attachment.size());
+  auto* call = make_charged_call<coroutine_call<F>>(sink, budget, req,
+                                                    coroutine_call_cost<F> + req.held_bytes());
   if (call == nullptr) return;
   if (!decode_arguments<F>(sink, budget, req, call->body, call->args)) {
     delete call;

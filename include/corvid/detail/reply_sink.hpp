@@ -9,6 +9,7 @@
 #include "corvid/detail/asio.hpp"
 #include "corvid/detail/outbound_queue.hpp"
 #include "corvid/error.hpp"
+#include "corvid/server/peer_identity.hpp"
 
 namespace corvid {
 class request_context;
@@ -40,6 +41,8 @@ class reply_sink : public std::enable_shared_from_this<reply_sink> {
 
   virtual asio::io_context& reactor() noexcept = 0;
   virtual std::string peer_address() const = 0;
+  // Who the connection's peer proved to be (computed once, when the connection was set up).
+  virtual const peer_identity& identity() const noexcept;
 };
 
 }  // namespace corvid::detail

@@ -481,8 +481,7 @@ void invoke_stream(void* object, reply_sink& sink, call_budget& budget, stream_p
   // charged by the connection as each arrives (and released as the handler takes it).
   const std::size_t window = function_traits<decltype(F)>::streams_in ? port.stream_window() : 0;
   auto* call = make_charged_call<stream_call<F>>(
-      sink, budget, req, sizeof(stream_call<F>) + 1024 + req.body.size() + req.attachment.size(),
-      port);
+      sink, budget, req, sizeof(stream_call<F>) + 1024 + req.held_bytes(), port);
   if (call == nullptr) {
     port.stream_closed();
     return;

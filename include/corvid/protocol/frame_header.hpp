@@ -44,6 +44,9 @@ inline constexpr std::uint8_t must_understand_flags = 0x0F;
 // Requests: the body starts with the caller's trace context (docs/protocol.md, "Trace
 // context"). Must-understand.
 inline constexpr std::uint8_t flag_trace = 0x01;
+// Requests and responses: the body holds a call metadata block (after the trace context, if
+// any; docs/protocol.md, "Call metadata"). Must-understand. Bit 3: bits 1 and 2 are unassigned.
+inline constexpr std::uint8_t flag_metadata = 0x08;
 // Bytes a stream's server may send before the client grants any (the client's window starts
 // there; a client with a larger one grants the rest as it reads).
 inline constexpr std::uint32_t initial_stream_credit = 256u << 10;
@@ -87,7 +90,14 @@ CORVID_API std::string_view to_string(header_errc e) noexcept;
 
 // The must-understand bits this build knows for frames of `type`.
 constexpr std::uint8_t known_must_understand(msg_type type) noexcept {
-  return type == msg_type::request ? flag_trace : std::uint8_t{0};
+  switch (type) {
+    case msg_type::request:
+      return flag_trace | flag_metadata;
+    case msg_type::response:
+      return flag_metadata;
+    default:
+      return 0;
+  }
 }
 // The must-understand bits of `h` that this build does not know for its kind: 0 for a frame
 // it may act on. Receivers test `flags & must_understand_flags` first, so the frames that set

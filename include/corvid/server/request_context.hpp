@@ -7,15 +7,18 @@
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "corvid/call_metadata.hpp"
 #include "corvid/detail/asio.hpp"
 #include "corvid/detail/timer_storage.hpp"
 #include "corvid/error.hpp"
 #include "corvid/export.hpp"
+#include "corvid/server/peer_identity.hpp"
 #include "corvid/trace/trace_context.hpp"
 
 namespace corvid {
@@ -66,12 +69,13 @@ class CORVID_API request_context {
       detail::reply_sink& sink, std::uint64_t request_id, std::uint32_t function_id,
       std::string_view attachment,
       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-      const trace_context* caller_trace = nullptr) noexcept
+      const trace_context* caller_trace = nullptr, metadata_view metadata = {}) noexcept
       : sink_(&sink),
         request_id_(request_id),
         function_id_(function_id),
         request_attachment_(attachment),
-        deadline_(deadline) {
+        deadline_(deadline),
+        metadata_(metadata) {
     if (caller_trace != nullptr) [[unlikely]]
       start_span(*caller_trace);
   }
@@ -116,6 +120,19 @@ class CORVID_API request_context {
   asio::io_context& reactor() const noexcept;
   // "ip:port" of the client.
   std::string peer_address() const;
+  // Who the caller proved to be on this connection: its verified client certificate (mutual
+  // TLS), or its process on a Unix-domain socket; "none" (authenticated() false) otherwise.
+  const peer_identity& identity() const noexcept;
+  // The request's call metadata (call_options::metadata), as it arrived; valid as long as
+  // request_attachment().
+  metadata_view metadata() const noexcept { return metadata_; }
+  // Metadata sent back with the reply (the caller reads it through
+  // call_options::reply_metadata); nothing is sent while it stays empty. A reply sent with
+  // metadata is refused by clients older than this release (docs/protocol.md).
+  corvid::metadata& response_metadata() {
+    if (!response_metadata_) response_metadata_ = std::make_unique<corvid::metadata>();
+    return *response_metadata_;
+  }
   // The request's attachment; valid until the handler returns (coroutine handlers: until
   // the coroutine finishes).
   std::string_view request_attachment() const noexcept { return request_attachment_; }
@@ -148,6 +165,8 @@ class CORVID_API request_context {
   std::uint32_t function_id_;
   std::string_view request_attachment_;
   std::chrono::steady_clock::time_point deadline_;
+  metadata_view metadata_;
+  std::unique_ptr<corvid::metadata> response_metadata_;  // made when a handler sets any
   std::string owned_;
   std::string_view view_;
   bool has_owned_ = false;
@@ -200,6 +219,11 @@ struct request_context_access {
     return c.arrived_;
   }
   static std::optional<traced_call>& span(request_context& c) noexcept { return c.span_; }
+  // The reply's metadata, null when the handler set none.
+  static const corvid::metadata* response_metadata(const request_context& c) noexcept {
+    return c.response_metadata_ && !c.response_metadata_->empty() ? c.response_metadata_.get()
+                                                                  : nullptr;
+  }
 };
 
 }  // namespace detail

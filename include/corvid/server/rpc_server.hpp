@@ -8,6 +8,7 @@
 //   server.set_method_limit<query_db>(16);         // at most 16 running at once
 //   server.start();                                // blocks until stop()
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,7 @@
 #include "corvid/rdma/ibv_config.hpp"
 #include "corvid/runtime/tls_config.hpp"
 #include "corvid/runtime/transport_stats.hpp"
+#include "corvid/server/interceptor.hpp"
 #include "corvid/server/reflection.hpp"
 #include "corvid/server/server_config.hpp"
 
@@ -46,7 +48,8 @@ class CORVID_API rpc_server {
   template <auto... Fs>
   void register_handler() {
     (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(), nullptr,
-                 detail::make_invoker<Fs>(), &detail::describe_function<Fs>),
+                 detail::make_invoker<Fs>(), &detail::describe_function<Fs>, false,
+                 detail::is_stream_function<Fs>),
      ...);
   }
   // Registers member functions called on `object`, which must outlive the server.
@@ -57,7 +60,8 @@ class CORVID_API rpc_server {
         "register_handler(object): every function must be a member of the object's class");
     (add_handler(protocol::function_id<Fs>(), protocol::function_name<Fs>(),
                  static_cast<typename detail::function_traits<decltype(Fs)>::class_type*>(object),
-                 detail::make_invoker<Fs>(), &detail::describe_function<Fs>),
+                 detail::make_invoker<Fs>(), &detail::describe_function<Fs>, false,
+                 detail::is_stream_function<Fs>),
      ...);
   }
 
@@ -94,6 +98,12 @@ class CORVID_API rpc_server {
   void set_method_limit(std::size_t max_concurrent) {
     set_method_limit(protocol::function_id<F>(), protocol::function_name<F>(), max_concurrent);
   }
+  // Interceptors (server/interceptor.hpp): run on every call, in the order added, after its
+  // method is known and before its arguments are decoded; each may refuse it. Before
+  // start(); std::logic_error after. A function is a synchronous interceptor.
+  void add_interceptor(std::shared_ptr<server_interceptor> interceptor);
+  void add_interceptor(std::shared_ptr<async_server_interceptor> interceptor);
+  void add_interceptor(std::function<call_verdict(const call_info&)> check);
   // Calls of F refused by its set_method_limit since start.
   template <auto F>
   std::uint64_t method_refusals() const noexcept {
@@ -151,7 +161,7 @@ class CORVID_API rpc_server {
  private:
   // `describe` writes the handler's schema, for reflection (server_config::reflection).
   void add_handler(std::uint32_t id, std::string_view name, void* object, detail::invoke_fn fn,
-                   detail::describe_fn describe, bool blocking = false);
+                   detail::describe_fn describe, bool blocking = false, bool stream = false);
   void set_method_limit(std::uint32_t id, std::string_view name, std::size_t max_concurrent);
   std::uint64_t method_refusals(std::uint32_t id) const noexcept;
   std::unique_ptr<detail::server_core> core_;

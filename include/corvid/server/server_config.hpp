@@ -93,6 +93,11 @@ struct server_config {
   // when; set it to stream_window to keep the window fixed). The items stay charged to the
   // memory limits above, which push back on the client as before.
   std::size_t max_stream_window = 4u << 20;
+  // Call metadata a request may carry (docs/protocol.md, "Call metadata"): entries, and
+  // bytes of its block. A request over either is refused resource_exhausted before its
+  // handler runs; its bytes were charged with the frame, like its arguments.
+  std::size_t max_metadata_entries = 64;
+  std::size_t max_metadata_bytes = 8192;
   // Bytes one connection's running calls may hold: their request copies, decoded arguments
   // and call state (coroutine frames estimated). A request that could never fit is answered
   // message_too_large; otherwise the connection waits like at the server's limit.
@@ -147,6 +152,15 @@ struct server_config {
   // The same admin pages on an address of their own, e.g. "127.0.0.1:9100" (port 0 =
   // ephemeral, rpc_server::admin_port() tells it); empty = none.
   std::string admin_address;
+  // Who may read the admin pages (both http_admin's and admin_address's). Non-empty: every
+  // request must carry "Authorization: Bearer <token>", or is answered 401.
+  std::string admin_bearer_token;
+  // Only peers with a client certificate the server verified (rpc_server::init_tls with
+  // ca_file) may read them; others are answered 403. The admin_address listener then speaks
+  // TLS with the server's context (HTTPS); http_admin's plaintext requests on the RPC port
+  // are refused. rpc_server::start fails when no admin page could ever be served (no
+  // admin_address, or TLS without ca_file).
+  bool admin_require_client_certificate = false;
   // Trace context (W3C traceparent, carried per call: docs/protocol.md): called with the
   // server span of every call that arrived with one, as it ends (span.hpp). Empty = no
   // export; handlers still see request_context::trace() and propagate it.
