@@ -49,14 +49,38 @@ detached decide(std::shared_ptr<call_check::pending> p, async_server_interceptor
 
 }  // namespace
 
+call_check::call_check(server_connection& c) noexcept
+    : c_(c), observes_(c.core_.interceptors.observes_end()) {}
+
+void call_check::start_observing(const protocol::frame_header& h, const handler_entry& e) {
+  // Allocates (a node per call) only on a server whose interceptors observe ends.
+  observed_.insert_or_assign(h.request_id, observed{&e, h.function_id, c_.dispatch_.arrival()});
+  c_.writer().observe_ends(true);
+}
+
+void call_check::ended(std::uint64_t request_id, rpc_errc status) noexcept {
+  auto it = observed_.find(request_id);
+  if (it == observed_.end()) return;
+  const observed o = it->second;
+  observed_.erase(it);
+  if (observed_.empty()) c_.writer().observe_ends(false);
+  c_.core_.interceptors.ended(
+      call_end{.method = o.entry->name,
+               .function_id = o.function_id,
+               .identity = &c_.identity(),
+               .status = status,
+               .duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - o.arrived)});
+}
+
 call_check::result call_check::run(const protocol::frame_header& h, const request_view& req,
                                    const handler_entry& e) {
   const interceptor_chain& chain = c_.core_.interceptors;
   std::size_t from = 0;
   if (pending_ != nullptr) {
-    // The connection resumed at the request it paused on: the decision is in.
+    // The connection resumed at the request it paused on: the decision is in (decided()
+    // gave its memory back).
     std::shared_ptr<pending> p = std::move(pending_);
-    c_.mem().call_done(p->charged);
     if (p->request_id == h.request_id) {
       if (!p->verdict.proceeds()) return refuse(h.request_id, p->verdict);
       from = p->at + 1;
@@ -100,6 +124,7 @@ call_check::result call_check::wait_for(const std::shared_ptr<pending>& p) {
   using state = pending::state;
   decide(p, c_.core_.interceptors.async_at(p->at), c_.self(), [](server_connection& c) {
     // On the reactor: the decision is in; read on from the request that waited for it.
+    c.dispatch_.checks().decided();
     if (c.adm_.lift(pause_reason::check) && !c.paused() && !c.gate_.closed()) c.resume();
   });
   if (p->phase.exchange(state::waiting, std::memory_order_acq_rel) == state::done)
@@ -107,6 +132,13 @@ call_check::result call_check::wait_for(const std::shared_ptr<pending>& p) {
   pending_ = p;
   c_.pause_for(verdict::pause(pause_reason::check));
   return result::wait;
+}
+
+void call_check::decided() noexcept {
+  if (pending_ == nullptr) return;
+  c_.mem().call_done(std::exchange(pending_->charged, 0));
+  pending_->metadata_copy = {};  // the interceptor is done reading it
+  pending_->info.metadata = {};
 }
 
 call_check::result call_check::refuse(std::uint64_t request_id, const call_verdict& v) {

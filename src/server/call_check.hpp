@@ -6,9 +6,11 @@
 // stay unread, TCP pushes back), and its answer resumes the connection at that request.
 // Reactor thread.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/server/interceptor.hpp"
@@ -27,9 +29,19 @@ class call_check {
     wait,      // an asynchronous interceptor is deciding: the connection is paused
   };
 
-  explicit call_check(server_connection& c) noexcept : c_(c) {}
+  explicit call_check(server_connection& c) noexcept;
 
   result run(const protocol::frame_header& h, const request_view& req, const handler_entry& e);
+  // The call passed: if an interceptor observes ends, its end is awaited (ended()).
+  void observe(const protocol::frame_header& h, const handler_entry& e) {
+    if (observes_) [[unlikely]]
+      start_observing(h, e);
+  }
+  // The call `request_id` ended with `status` (its reply, its error reply, or cancelled
+  // without one): the observing interceptors hear of it once.
+  void ended(std::uint64_t request_id, rpc_errc status) noexcept;
+  // The asynchronous decision the connection waits for is in: what it held is given back.
+  void decided() noexcept;
 
   // An asynchronous interceptor's decision in progress; shared with its coroutine.
   struct pending;
@@ -39,8 +51,17 @@ class call_check {
   result wait_for(const std::shared_ptr<pending>& p);
   result refuse(std::uint64_t request_id, const call_verdict& v);
 
+  void start_observing(const protocol::frame_header& h, const handler_entry& e);
+
+  struct observed {
+    const handler_entry* entry;
+    std::uint32_t function_id;
+    std::chrono::steady_clock::time_point arrived;
+  };
   server_connection& c_;
   std::shared_ptr<pending> pending_;  // the decision the paused connection waits for
+  const bool observes_;               // an interceptor observes ends
+  std::unordered_map<std::uint64_t, observed> observed_;  // calls passed, not ended yet
 };
 
 }  // namespace corvid::detail

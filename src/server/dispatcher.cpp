@@ -96,6 +96,7 @@ bool dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
   if (!c.core_.interceptors.empty()) [[unlikely]] {
     switch (checks_.run(h, req, *entry)) {
       case call_check::result::proceed:
+        checks_.observe(h, *entry);
         break;
       case call_check::result::answered:
         metrics.end_dispatch();

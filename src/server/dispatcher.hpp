@@ -43,6 +43,7 @@ class dispatcher {
   // A request has been dispatched (an rdma_setup is then refused).
   bool served() const noexcept { return served_; }
   blocking_lane& lane() noexcept { return lane_; }
+  call_check& checks() noexcept { return checks_; }
 
  private:
   // Carries out admission's verdict on a request that did not pass the common checks:

@@ -88,6 +88,8 @@ void reply_writer::end_reply(request_context* ctx) {
   conn().metrics_.reply(conn().call_metrics(id_), protocol::header_size + body + attachment);
   open_ = false;
   frame_queued();
+  if (observing_) [[unlikely]]
+    conn().dispatch_.checks().ended(id_, rpc_errc::ok);
 }
 
 void reply_writer::reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) {
@@ -107,6 +109,8 @@ void reply_writer::reply_error(std::uint64_t request_id, rpc_errc code, std::str
   // After encoding: the buffer may have moved.
   protocol::encode_header(protocol::make_error(request_id, code, body), pending_.at(mark));
   frame_queued();
+  if (observing_) [[unlikely]]
+    conn().dispatch_.checks().ended(request_id, code);
 }
 
 outbound_queue* reply_writer::begin_item(std::uint64_t request_id, std::size_t frame_bytes) {

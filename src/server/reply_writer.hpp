@@ -63,6 +63,10 @@ class reply_writer : public reply_sink {
   void hold();
   void reclaim();
   void closed();  // forgets the holder registration
+  // Calls that interceptors observe (server_interceptor::observes_end) are open: each reply
+  // and error reply tells the connection's call_check which call ended.
+  void observe_ends(bool on) noexcept { observing_ = on; }
+  bool observes_ends() const noexcept { return observing_; }
 
  protected:
   // `frames` is the connection's member, not yet constructed: only its address is kept.
@@ -84,7 +88,8 @@ class reply_writer : public reply_sink {
   std::uint64_t id_ = 0;        // ... and its request id
   bool open_ = false;           // a reply or item is being encoded
   bool writing_ = false;
-  bool holding_ = false;  // registered with server_memory::add_holder
+  bool holding_ = false;    // registered with server_memory::add_holder
+  bool observing_ = false;  // observe_ends
 };
 
 }  // namespace corvid::detail

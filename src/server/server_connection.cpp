@@ -300,6 +300,10 @@ void server_connection::call_started(request_context& ctx) noexcept {
 void server_connection::call_finished(request_context& ctx) noexcept {
   if (ctx.trace() != nullptr) [[unlikely]]
     span_ended(ctx);
+  // A call that ends without a reply (cancelled, or its connection closed): its observers
+  // hear of it now. One that replied was told then.
+  if (writer().observes_ends()) [[unlikely]]
+    dispatch_.checks().ended(ctx.request_id(), rpc_errc::cancelled);
   const bool resume_now = adm_.call_finished(request_context_access::blocking(ctx),
                                              request_context_access::memory_charge(ctx));
   metrics_.call_finished(call_metrics(ctx.request_id()), request_context_access::arrived(ctx));

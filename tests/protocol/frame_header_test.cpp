@@ -295,9 +295,15 @@ TEST(StatusByte, ValuesAreFixed) {
       {rpc_errc::no_rdma_device, 12},
       {rpc_errc::client_busy, 13},
       {rpc_errc::signature_mismatch, 14},
+      {rpc_errc::unauthenticated, 15},
+      {rpc_errc::permission_denied, 16},
+      {rpc_errc::resource_exhausted, 17},
+      {rpc_errc::internal, 18},
   };
+  static_assert(last_rpc_errc == rpc_errc::internal);
   for (auto [code, value] : table) {
     EXPECT_EQ(static_cast<int>(code), value) << to_string(code);
+    EXPECT_NE(to_string(code), "unknown_error");
     EXPECT_EQ(encoded({.status = code})[5], static_cast<char>(value));
   }
   static_assert(sizeof(rpc_errc) == 1);

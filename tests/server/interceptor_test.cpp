@@ -24,6 +24,12 @@ std::string guarded(std::string s) {
 }
 std::string open_door(std::string s) { return "open " + s; }
 int sum(int a, int b) { return a + b; }
+int fails(int) { throw std::runtime_error("no"); }
+// Waits until cancelled (its caller times out).
+corvid::task<int> waits(corvid::request_context& ctx) {
+  co_await ctx.sleep_for(std::chrono::seconds(30));
+  co_return 1;
+}
 
 }  // namespace
 
@@ -58,7 +64,7 @@ class Interceptors : public ::testing::Test {
  protected:
   void SetUp() override { guarded_runs = 0; }
   void start() {
-    server_.register_handler<guarded, open_door, sum>();
+    server_.register_handler<guarded, open_door, sum, fails, waits>();
     corvid_test::streams::register_all(server_);
     ASSERT_FALSE(server_.async_start());
     connect(client_, server_);
@@ -162,6 +168,50 @@ TEST_F(Interceptors, TheyAreAddedBeforeStart) {
   start();
   EXPECT_THROW(server_.add_interceptor([](const call_info&) { return call_verdict::proceed(); }),
                std::logic_error);
+}
+
+// Observes how each call it let through ended.
+struct end_observer : corvid::server_interceptor {
+  call_verdict on_call(const call_info& c) override {
+    return c.method == corvid::protocol::function_name<guarded>()
+               ? call_verdict::refuse(rpc_errc::permission_denied, "no")
+               : call_verdict::proceed();
+  }
+  bool observes_end() const noexcept override { return true; }
+  void on_end(const corvid::call_end& e) noexcept override {
+    std::lock_guard lk(mutex);
+    ends.emplace_back(std::string(e.method), e.status);
+    positive.push_back(e.duration.count() > 0);
+  }
+  std::size_t count() {
+    std::lock_guard lk(mutex);
+    return ends.size();
+  }
+  std::mutex mutex;
+  std::vector<std::pair<std::string, rpc_errc>> ends;
+  std::vector<bool> positive;
+};
+
+TEST_F(Interceptors, OneThatObservesEndsHearsEachPassedCallEndOnceWithItsStatus) {
+  auto obs = std::make_shared<end_observer>();
+  server_.add_interceptor(obs);
+  start();
+  EXPECT_EQ(call<sum>(client_, 1, 2).value(), 3);
+  EXPECT_EQ(call<fails>(client_, 1).error().code(), rpc_errc::handler_error);
+  EXPECT_EQ(call<guarded>(client_, std::string("x")).error().code(), rpc_errc::permission_denied);
+  // A call its caller gives up on ends cancelled, without a reply.
+  auto r = corvid::sync_wait([&]() -> corvid::task<result_t<waits>> {
+    co_return co_await client_.call_for<waits>(50ms);
+  }());
+  EXPECT_EQ(r.error().code(), rpc_errc::timeout);
+  ASSERT_TRUE(corvid::test::eventually([&] { return obs->count() == 3; }, 5s));
+  std::lock_guard lk(obs->mutex);
+  using corvid::protocol::function_name;
+  EXPECT_EQ(obs->ends, (std::vector<std::pair<std::string, rpc_errc>>{
+                           {std::string(function_name<sum>()), rpc_errc::ok},
+                           {std::string(function_name<fails>()), rpc_errc::handler_error},
+                           {std::string(function_name<waits>()), rpc_errc::cancelled}}));
+  EXPECT_EQ(obs->positive, (std::vector<bool>{true, true, true}));
 }
 
 // ---- asynchronous interceptors

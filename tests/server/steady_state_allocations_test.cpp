@@ -64,6 +64,10 @@ int echo_attachment(corvid::request_context& ctx, int a) {
   ctx.set_response_attachment(ctx.request_attachment());
   return a + 1;
 }
+// Answers only a call that carries a tenant (call metadata, read where it arrived).
+int add_for_tenant(corvid::request_context& ctx, int a, int b) {
+  return ctx.metadata().find("tenant") ? a + b : -1;
+}
 corvid::stream<int> count_to(int n) {
   for (int i = 1; i <= n; ++i) co_yield i;
 }
@@ -78,7 +82,8 @@ const corvid::test::test_certs& certs() {
 // A server with one reactor, and a client with its own reactor, both counted by role.
 class fixture {
  public:
-  explicit fixture(transport t) {
+  // `guarded`: an authorization policy admits add_for_tenant only with a bearer token.
+  explicit fixture(transport t, bool guarded = false) {
     corvid::server_config cfg;
     cfg.io_threads = 1;
     // Adaptive polling on whatever CPUs the machine has (the default turns it off on one
@@ -99,7 +104,13 @@ class fixture {
       cfg.address = "127.0.0.1";
     }
     server_ = std::make_unique<corvid::rpc_server>(std::move(cfg));
-    server_->register_handler<add, add_later, echo_attachment, count_to>();
+    server_->register_handler<add, add_later, echo_attachment, count_to, add_for_tenant>();
+    if (guarded) {
+      auto policy = std::make_shared<corvid::authorization_policy>();
+      policy->allow(std::string(corvid::protocol::function_name<add_for_tenant>()),
+                    corvid::principals().bearer_token("steady-token"));
+      server_->add_interceptor(policy);
+    }
     server_->register_blocking_handler<add_blocking>();
     if (t == transport::tls) {
       auto e = server_->init_tls(
@@ -191,6 +202,18 @@ task<bool> call_each_with_attachment(corvid::rpc_client& c, int calls) {
   co_return true;
 }
 
+// `calls` calls of add_for_tenant(i, 1) with two metadata entries (a bearer token, a tenant).
+task<bool> call_each_with_metadata(corvid::rpc_client& c, int calls) {
+  static const corvid::metadata md{{"authorization", "Bearer steady-token"}, {"tenant", "acme"}};
+  corvid::call_options o;
+  o.metadata = &md;
+  for (int i = 0; i < calls; ++i) {
+    auto r = co_await c.call_with<add_for_tenant>(o, i, 1);
+    if (!r || r->value != i + 1) co_return false;
+  }
+  co_return true;
+}
+
 // `calls` streams of count_to(3), each read to its end.
 task<bool> stream_each(corvid::rpc_client& c, int calls) {
   for (int i = 0; i < calls; ++i) {
@@ -270,6 +293,16 @@ TEST_P(steady_state_allocations, attachments_cost_the_client_one_allocation_per_
   EXPECT_EQ(n.server, 0u) << "server allocations in " << measured_calls << " calls";
   EXPECT_EQ(n.client, std::uint64_t{measured_calls})
       << "client allocations in " << measured_calls << " calls";
+}
+
+// Call metadata is read where it arrived, and the authorization policy's check allocates
+// nothing: a guarded call with metadata costs no allocation on either side.
+TEST_P(steady_state_allocations,
+       a_call_with_metadata_through_an_authorization_policy_allocates_nothing) {
+  fixture f(GetParam(), true);
+  const counts n = steady_state([&](int k) { return call_each_with_metadata(f.client(), k); });
+  EXPECT_EQ(n.server, 0u) << "server allocations in " << measured_calls << " calls";
+  EXPECT_EQ(n.client, 0u) << "client allocations in " << measured_calls << " calls";
 }
 
 TEST_P(steady_state_allocations, a_stream_call_allocates_nothing) {
