@@ -71,11 +71,17 @@ class CORVID_API bearer_token_provider final : public client_interceptor {
   // `t` is not valid: waits for the first fetch if none ended yet, and takes the current
   // token into `t` if it is valid now; else says why there is none.
   rpc_error no_token(std::shared_ptr<const current>& t);
+  // The token under the mutex, and the version it is.
+  std::shared_ptr<const current> take(std::uint64_t& version);
 
   fetch_function fetch_;
   const bearer_token_options options_;
-  // The token calls read without the mutex; null until a fetch succeeded.
-  std::atomic<std::shared_ptr<const current>> current_;
+  // Calls keep a copy of the token per thread and compare versions (one atomic load), so
+  // the common call takes no lock and touches no shared reference count; a thread takes
+  // the mutex once per new token.
+  const std::uint64_t id_;                  // this provider, among all (the copies' owner)
+  std::atomic<std::uint64_t> version_{0};   // bumped when a new token is stored
+  std::shared_ptr<const current> current_;  // under mutex_; null until a fetch succeeded
   std::atomic<std::uint64_t> fetches_{0};
   std::mutex mutex_;
   std::condition_variable wake_;     // the thread: stop
