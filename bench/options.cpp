@@ -49,6 +49,13 @@ commands:
   retry-budget
               4 servers, one refusing every call; 3 attempts with and without a budget:
               success rate and attempts per call
+  auth        call metadata, interceptors and refusals: calls/s and allocations per call on
+              each side for plain calls, 2 metadata entries, a sync interceptor, an
+              authorization_policy with a bearer token, an async interceptor, calls refused
+              by an interceptor and calls to an unregistered function (c=1,64 unless
+              --concurrency; --rounds interleaved, median); --auth-mode M: only that mode;
+              with --connect: only the client of --auth-mode against an `auth-server`
+  auth-server serve one --auth-mode alone: --listen ADDR (for bench/callgrind-auth)
 
 options:
   --transport tcp|uds|rdma transport (default tcp); rdma = init_ibv() on both sides
@@ -89,6 +96,8 @@ options:
                            `stream`: how far that window may grow (default 4M; the window
                            itself = fixed)
   --no-sockperf            `latency`: skip the sockperf rows
+  --auth-mode M            `auth`, `auth-server`: plain | metadata | interceptor | policy |
+                           async | refused | not-found
   --servers N --keys N --registry URL --policy P --flood N
                            `discovery` (see above)
   --csv FILE --json FILE --plot FILE.png
@@ -236,6 +245,8 @@ options parse_options(int argc, char** argv) {
     } else if (a == "--flood") {
       o.flood = std::atoi(value("--flood").c_str());
       if (o.flood < 1) fail("--flood must be positive");
+    } else if (a == "--auth-mode") {
+      o.auth_mode = value("--auth-mode");
     } else if (a == "--name") {
       o.name = value("--name");
     } else if (a == "--rounds") {

@@ -66,7 +66,8 @@ struct options {
   std::string policy;
   // `discovery --flood N`: a balancer following N endpoints through a file (registry_flood.cpp).
   int flood = 0;
-  std::string name;  // discovery-server: the instance's name, answered to lookups
+  std::string name;       // discovery-server: the instance's name, answered to lookups
+  std::string auth_mode;  // `auth`, `auth-server`: one mode (auth_bench.cpp); "" = all
 };
 
 // The ibv_config --transport rdma uses: --rdma-provider/-device/-port/-gid-index over the
