@@ -790,10 +790,21 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
     }
     return frame_verdict::next;
   }
-  std::string_view reply_body(body, h.body_length);
-  std::optional<reply_metadata> md;  // engaged only for a reply that carries a block
   if ((h.flags & protocol::flag_metadata) != 0) [[unlikely]]
-    md = c.read_reply_metadata(reply_body);  // reply_body: what follows the block
+    return complete_with_metadata(h, body);
+  return complete(h, std::string_view(body, h.body_length), body + h.body_length, nullptr);
+}
+
+frame_verdict client_connection::reply_role::complete_with_metadata(const protocol::frame_header& h,
+                                                                    const char* body) {
+  std::string_view reply_body(body, h.body_length);
+  reply_metadata md = c.read_reply_metadata(reply_body);  // reply_body: what follows the block
+  return complete(h, reply_body, body + h.body_length, &md);
+}
+
+frame_verdict client_connection::reply_role::complete(const protocol::frame_header& h,
+                                                      std::string_view reply_body,
+                                                      const char* attachment, reply_metadata* md) {
   if (h.request_id == 0 && h.status != rpc_errc::ok) [[unlikely]] {
     // The server rejected the stream itself (e.g. a corrupt frame) and is closing.
     std::string message;
@@ -812,19 +823,19 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
     if (call != nullptr) {
       call_slot& slot = slot_of(*call);
       deferred = slot.completion_deferred = slot.pinned;
-      metrics::client_recorder::ended(slot, md && md->error ? rpc_errc::protocol_error : h.status,
-                                      h.frame_size(), c.read_at_);
+      metrics::client_recorder::ended(
+          slot, md != nullptr && md->error ? rpc_errc::protocol_error : h.status, h.frame_size(),
+          c.read_at_);
     }
   }
   if (call != nullptr) {  // else: a late reply to a call that already timed out
-    if (md) [[unlikely]] {
+    if (md != nullptr) [[unlikely]] {
       if (!deliver_reply_metadata(*call, *md)) {
         finish_call(call, deferred);
         return frame_verdict::next;
       }
     }
-    call->set_reply(h.status, reply_body,
-                    std::string_view(body + h.body_length, h.attachment_length));
+    call->set_reply(h.status, reply_body, std::string_view(attachment, h.attachment_length));
     finish_call(call, deferred);  // may resume the caller right here, on this reactor
   }
   return frame_verdict::next;

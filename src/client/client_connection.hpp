@@ -168,6 +168,16 @@ class client_connection : public std::enable_shared_from_this<client_connection>
     void on_bad_frame(const protocol::frame_header& h, protocol::header_errc e);
     void on_partial_frame(const protocol::frame_header& h);
     frame_verdict on_frame(const protocol::frame_header& h, const char* body);
+    // A response or stream frame without an unknown must-understand bit: completes its call.
+    // `md`: the reply's metadata block, read (null: it has none; the common case, with the
+    // tests on it folded away).
+    [[gnu::always_inline]] inline frame_verdict complete(const protocol::frame_header& h,
+                                                         std::string_view reply_body,
+                                                         const char* attachment,
+                                                         reply_metadata* md);
+    // A response carrying a metadata block (out of the common path).
+    [[gnu::noinline]] frame_verdict complete_with_metadata(const protocol::frame_header& h,
+                                                           const char* body);
   };
   void flush();
   void start_write();  // frames_.sending() holds the batch

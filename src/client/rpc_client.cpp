@@ -97,6 +97,20 @@ void rpc_client::submit(detail::call_base* call, std::uint32_t function_id, std:
   conn_->submit(call, function_id, name, signature, attachment, timeout, encode, metadata);
 }
 
+void rpc_client::submit_intercepted(detail::call_base* call, std::uint32_t function_id,
+                                    std::string_view name, std::uint16_t signature,
+                                    std::string_view attachment, std::chrono::milliseconds timeout,
+                                    const detail::request_encoder& encode,
+                                    const corvid::metadata* metadata) {
+  outgoing_call out(name, function_id);
+  if (rpc_error e = detail::run_interceptors(config_.interceptors, out, metadata)) {
+    fail_locally(call, std::move(e));
+    return;
+  }
+  submit(call, function_id, name, signature, attachment, timeout, encode,
+         out.metadata().empty() ? nullptr : &out.metadata());
+}
+
 rpc_error detail::run_interceptors(
     const std::vector<std::shared_ptr<client_interceptor>>& interceptors, outgoing_call& call,
     const corvid::metadata* md) noexcept {

@@ -16,6 +16,9 @@
 
 namespace corvid::detail {
 
+dispatcher::dispatcher(server_connection& c) noexcept
+    : c_(c), checks_(c), intercepted_(!c.core_.interceptors.empty()) {}
+
 bool dispatcher::admit_request(const protocol::frame_header& h, const char* payload, bool& ok) {
   server_connection& c = c_;  // held in a register across the calls below, not reloaded
   const handler_entry* entry = c.core_.find(h.function_id);
@@ -93,7 +96,7 @@ bool dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
   }
   // 4. The interceptors (server/interceptor.hpp): they may refuse it, before its arguments
   // are decoded. A server without any pays this one test.
-  if (!c.core_.interceptors.empty()) [[unlikely]] {
+  if (intercepted_) [[unlikely]] {
     switch (checks_.run(h, req, *entry)) {
       case call_check::result::proceed:
         checks_.observe(h, *entry);

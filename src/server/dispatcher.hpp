@@ -30,7 +30,7 @@ class dispatcher {
  public:
   using time_point = std::chrono::steady_clock::time_point;
 
-  explicit dispatcher(server_connection& c) noexcept : c_(c), checks_(c) {}
+  explicit dispatcher(server_connection& c) noexcept;
 
   // The next frame is a request: whether it may be dispatched now. False = stop the batch
   // (paused, or the frame was refused and the stream cannot continue: `ok` false).
@@ -70,6 +70,7 @@ class dispatcher {
   blocking_lane lane_;             // its blocking calls waiting for a worker (the pool's)
   call_check checks_;              // the server's interceptors' verdicts on its requests
   bool served_ = false;
+  const bool intercepted_;  // the server has interceptors (fixed at start)
 };
 
 }  // namespace corvid::detail

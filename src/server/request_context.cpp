@@ -22,6 +22,10 @@ void request_context::start_span(const trace_context& caller) noexcept {
                                     std::chrono::steady_clock::now()});
 }
 
+void request_context::metadata_deleter::operator()(corvid::metadata* md) const noexcept {
+  delete md;
+}
+
 std::string request_context::peer_address() const { return sink_->peer_address(); }
 const peer_identity& request_context::identity() const noexcept { return sink_->identity(); }
 

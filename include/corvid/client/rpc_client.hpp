@@ -253,20 +253,21 @@ class CORVID_API rpc_client {
     if (options.reply_metadata != nullptr) [[unlikely]]
       call->set_reply_metadata(options.reply_metadata);
     if (!config_.interceptors.empty()) [[unlikely]] {
-      // The interceptors edit a copy of the caller's metadata, which is encoded in its place.
-      outgoing_call out(protocol::function_name_v<F>, protocol::function_id<F>());
-      if (rpc_error e = detail::run_interceptors(config_.interceptors, out, options.metadata)) {
-        fail_locally(call, std::move(e));
-        return;
-      }
-      submit(call, protocol::function_id<F>(), protocol::function_name_v<F>,
-             protocol::signature_v<F>, options.attachment, timeout, detail::encoder_for(encode),
-             out.metadata().empty() ? nullptr : &out.metadata());
+      submit_intercepted(call, protocol::function_id<F>(), protocol::function_name_v<F>,
+                         protocol::signature_v<F>, options.attachment, timeout,
+                         detail::encoder_for(encode), options.metadata);
       return;
     }
     submit(call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
            options.attachment, timeout, detail::encoder_for(encode), options.metadata);
   }
+  // submit() behind the client's interceptors, which edit a copy of the caller's metadata
+  // (encoded in its place) or fail the call. Out of line: a client without interceptors
+  // keeps submit_encoded small enough to inline.
+  void submit_intercepted(detail::call_base* call, std::uint32_t function_id, std::string_view name,
+                          std::uint16_t signature, std::string_view attachment,
+                          std::chrono::milliseconds timeout, const detail::request_encoder& encode,
+                          const corvid::metadata* metadata);
   // Ends a call that was never handed to the connection (an interceptor refused it),
   // dropping the connection's reference.
   static void fail_locally(detail::call_base* call, rpc_error e) noexcept {

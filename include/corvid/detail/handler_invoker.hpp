@@ -96,16 +96,31 @@ CORVID_API void append_metadata(outbound_queue& out, const corvid::metadata& md)
 // before anything is encoded, so the sink reserves the memory first; refused, it answers
 // the request with an error instead.
 template <class... V>
-void send_value(reply_sink& sink, std::uint64_t id, request_context& ctx, const V&... value) {
-  const std::size_t attachment = request_context_access::attachment_size(ctx);
-  const corvid::metadata* md = request_context_access::response_metadata(ctx);
-  const std::size_t frame = protocol::header_size +
-                            (std::size_t{0} + ... + codec::encoded_size(value)) + attachment +
-                            (md != nullptr ? md->wire_size() : 0);
+[[gnu::cold, gnu::noinline]] void send_value_with_metadata(reply_sink& sink, std::uint64_t id,
+                                                           request_context& ctx,
+                                                           const corvid::metadata& md,
+                                                           const V&... value) {
+  const std::size_t frame = protocol::header_size + md.wire_size() +
+                            (std::size_t{0} + ... + codec::encoded_size(value)) +
+                            request_context_access::attachment_size(ctx);
   outbound_queue* out = sink.begin_reply(id, frame);
   if (out == nullptr) return;
-  if (md != nullptr) [[unlikely]]
-    append_metadata(*out, *md);  // first in the body (docs/protocol.md, "Call metadata")
+  append_metadata(*out, md);  // first in the body (docs/protocol.md, "Call metadata")
+  (codec::encode(*out, value), ...);
+  sink.end_reply(&ctx);
+}
+
+template <class... V>
+void send_value(reply_sink& sink, std::uint64_t id, request_context& ctx, const V&... value) {
+  if (const corvid::metadata* md = request_context_access::response_metadata(ctx)) [[unlikely]] {
+    send_value_with_metadata(sink, id, ctx, *md, value...);
+    return;
+  }
+  const std::size_t attachment = request_context_access::attachment_size(ctx);
+  const std::size_t frame =
+      protocol::header_size + (std::size_t{0} + ... + codec::encoded_size(value)) + attachment;
+  outbound_queue* out = sink.begin_reply(id, frame);
+  if (out == nullptr) return;
   (codec::encode(*out, value), ...);
   sink.end_reply(&ctx);
 }

@@ -130,7 +130,7 @@ class CORVID_API request_context {
   // call_options::reply_metadata); nothing is sent while it stays empty. A reply sent with
   // metadata is refused by clients older than this release (docs/protocol.md).
   corvid::metadata& response_metadata() {
-    if (!response_metadata_) response_metadata_ = std::make_unique<corvid::metadata>();
+    if (!response_metadata_) response_metadata_.reset(new corvid::metadata());
     return *response_metadata_;
   }
   // The request's attachment; valid until the handler returns (coroutine handlers: until
@@ -166,7 +166,12 @@ class CORVID_API request_context {
   std::string_view request_attachment_;
   std::chrono::steady_clock::time_point deadline_;
   metadata_view metadata_;
-  std::unique_ptr<corvid::metadata> response_metadata_;  // made when a handler sets any
+  // Deleted out of line: the destructor of every call's context stays one test, small
+  // enough to inline.
+  struct metadata_deleter {
+    CORVID_API void operator()(corvid::metadata* md) const noexcept;
+  };
+  std::unique_ptr<corvid::metadata, metadata_deleter> response_metadata_;  // made on first use
   std::string owned_;
   std::string_view view_;
   bool has_owned_ = false;
