@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "corvid/detail/handler_invoker.hpp"  // append_metadata, exported
 #include "corvid/detail/outbound_queue.hpp"
 
 #include "metadata_block.hpp"
