@@ -92,6 +92,9 @@ class CORVID_API metadata_view {
   std::optional<std::string_view> find(std::string_view key) const noexcept;
   std::size_t size() const noexcept { return count_; }
   bool empty() const noexcept { return count_ == 0; }
+  // Its entries as they are on the wire (docs/protocol.md, "Call metadata"): what a copy of
+  // the view needs, and the bytes a quota counts.
+  std::string_view wire() const noexcept { return block_; }
   // An owning copy (e.g. to keep past the handler).
   metadata to_metadata() const;
 

@@ -410,17 +410,32 @@ void client_connection::fail_all(rpc_error e) {
 
 void client_connection::submit(call_base* call, std::uint32_t function_id, std::string_view name,
                                std::uint16_t signature, std::string_view attachment,
-                               std::chrono::milliseconds timeout, const request_encoder& encode,
-                               const metadata* md) {
-  std::uint8_t flags = call->trace() ? protocol::flag_trace : std::uint8_t{0};
-  if (md != nullptr) [[unlikely]] {
-    // Empty: no block, no flag, the request is what it was without metadata.
-    if (md->empty()) {
-      md = nullptr;
-    } else {
-      flags |= protocol::flag_metadata;
-    }
-  }
+                               std::chrono::milliseconds timeout, const request_encoder& encode) {
+  submit_impl(call, function_id, name, signature, attachment, timeout, encode, nullptr);
+}
+
+void client_connection::submit_with_metadata(call_base* call, std::uint32_t function_id,
+                                             std::string_view name, std::uint16_t signature,
+                                             std::string_view attachment,
+                                             std::chrono::milliseconds timeout,
+                                             const request_encoder& encode, const metadata* md) {
+  // Empty: no block, no flag, the request is what it was without metadata.
+  if (md != nullptr && md->empty()) md = nullptr;
+  submit_impl(call, function_id, name, signature, attachment, timeout, encode, md);
+}
+
+// Both entries' body, inlined into each: in submit() `md` is a constant null, so a call
+// without metadata tests nothing for it.
+[[gnu::always_inline]] inline void client_connection::submit_impl(
+    call_base* call, std::uint32_t function_id, std::string_view name, std::uint16_t signature,
+    std::string_view attachment, std::chrono::milliseconds timeout, const request_encoder& encode,
+    const metadata* md) {
+  // The header's flags, computed where they are used (a value kept across the lock costs a
+  // register spill per call).
+  auto flags = [&] {
+    return static_cast<std::uint8_t>((call->trace() ? protocol::flag_trace : 0) |
+                                     (md != nullptr ? protocol::flag_metadata : 0));
+  };
   std::unique_lock lk(mutex_);
   // One clock read for the deadline and the metrics' start.
   const auto now = timeout.count() > 0 || metrics_.on() ? std::chrono::steady_clock::now()
@@ -474,7 +489,7 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
                   .signature = signature,
                   .body = static_cast<std::uint32_t>(body),
                   .attachment = static_cast<std::uint32_t>(attachment.size()),
-                  .flags = flags};
+                  .flags = flags()};
     metrics::client_recorder::queued(slot_of(*call), body + attachment.size());
     park_locked(call, std::move(p), timeout, now);
     const bool rearm = slot_of(*call).timed && deadlines_.head() == call;
@@ -516,7 +531,7 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
                               .body = static_cast<std::uint32_t>(body),
                               .attachment = static_cast<std::uint32_t>(attachment.size()),
                               .timeout_ms = wire_timeout(timeout),
-                              .flags = flags});
+                              .flags = flags()});
   protocol::encode_header(h, pending_.at(mark));  // after encoding: the buffer may have moved
   pending_.count_frame();
   if (slot_of(*call).extra_credit != 0) [[unlikely]]
@@ -529,8 +544,9 @@ void client_connection::submit(call_base* call, std::uint32_t function_id, std::
 
 // ---- pending-call table and deadlines (under mutex_) ------------------------------------
 
-void client_connection::register_call(call_base* call, std::chrono::milliseconds timeout,
-                                      std::chrono::steady_clock::time_point now) {
+// Inlined into both of submit_impl's copies, as it was into the one submit() before them.
+[[gnu::always_inline]] inline void client_connection::register_call(
+    call_base* call, std::chrono::milliseconds timeout, std::chrono::steady_clock::time_point now) {
   file_call(call);
   add_deadline(call, timeout, now);
 }
@@ -751,8 +767,15 @@ void client_connection::reply_role::on_partial_frame(const protocol::frame_heade
 
 frame_verdict client_connection::reply_role::on_frame(const protocol::frame_header& h,
                                                       const char* body) {
-  if ((h.flags & protocol::must_understand_flags) != 0 && protocol::unknown_must_understand(h) != 0)
-      [[unlikely]] {
+  // A frame with no must-understand bit (nearly every one) is tested once for them all.
+  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]]
+    return on_flagged_frame(h, body);
+  return on_known_frame(h, body);
+}
+
+frame_verdict client_connection::reply_role::on_flagged_frame(const protocol::frame_header& h,
+                                                              const char* body) {
+  if (protocol::unknown_must_understand(h) != 0) {
     // A must-understand bit this build does not know for the frame: its call or stream ends with
     // protocol_error (a stream's server is told, by a cancel), a ping or pong is not acted on,
     // and the connection goes on: the frame's lengths are good.
@@ -779,6 +802,15 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
     }
     return frame_verdict::next;
   }
+  if (h.type == protocol::msg_type::response && (h.flags & protocol::flag_metadata) != 0)
+    return complete_with_metadata(h, body);
+  return on_known_frame(h, body);
+}
+
+// Inlined into both callers: the flags are known to be understood, and a response's metadata
+// block, if it had one, already read.
+[[gnu::always_inline]] inline frame_verdict client_connection::reply_role::on_known_frame(
+    const protocol::frame_header& h, const char* body) {
   if (h.type != protocol::msg_type::response) [[unlikely]] {
     if (h.type == protocol::msg_type::stream_item || h.type == protocol::msg_type::stream_credit) {
       c.on_stream_frame(h, body);
@@ -790,8 +822,6 @@ frame_verdict client_connection::reply_role::on_frame(const protocol::frame_head
     }
     return frame_verdict::next;
   }
-  if ((h.flags & protocol::flag_metadata) != 0) [[unlikely]]
-    return complete_with_metadata(h, body);
   return complete(h, std::string_view(body, h.body_length), body + h.body_length, nullptr);
 }
 

@@ -91,12 +91,15 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   // Queues one request; `encode` appends the encoded arguments. Any thread. Takes over one
   // reference to `call`; the call completes with a reply or an error. At a cap (client_config)
   // the request is encoded into a parked_request of its own and waits.
-  // `name`: the function's qualified name, the metrics' method label. `md`: the call
-  // metadata to send (null or empty: none), encoded before this returns.
+  // `name`: the function's qualified name, the metrics' method label.
   void submit(call_base* call, std::uint32_t function_id, std::string_view name,
               std::uint16_t signature, std::string_view attachment,
-              std::chrono::milliseconds timeout, const request_encoder& encode,
-              const metadata* md = nullptr);
+              std::chrono::milliseconds timeout, const request_encoder& encode);
+  // submit() with the call metadata `md` (null or empty: none), encoded before this returns.
+  void submit_with_metadata(call_base* call, std::uint32_t function_id, std::string_view name,
+                            std::uint16_t signature, std::string_view attachment,
+                            std::chrono::milliseconds timeout, const request_encoder& encode,
+                            const metadata* md);
 
  private:
   // Unlocks `lk` and ends `call` with `e` (dropping the connection's reference).
@@ -137,6 +140,10 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void kick_flush();
   // After queueing or parking: flush, or (a write in flight) at least arm the timer for a
   // call whose deadline is now the earliest.
+  void submit_impl(call_base* call, std::uint32_t function_id, std::string_view name,
+                   std::uint16_t signature, std::string_view attachment,
+                   std::chrono::milliseconds timeout, const request_encoder& encode,
+                   const metadata* md);
   void after_submit(bool kick, bool rearm);
   std::string closed_reason_or_default() const;
   bool open_locked() const noexcept { return open_.load(std::memory_order_relaxed); }
@@ -168,6 +175,14 @@ class client_connection : public std::enable_shared_from_this<client_connection>
     void on_bad_frame(const protocol::frame_header& h, protocol::header_errc e);
     void on_partial_frame(const protocol::frame_header& h);
     frame_verdict on_frame(const protocol::frame_header& h, const char* body);
+    // A frame with a must-understand bit: refused if this build does not know one of them
+    // (its call or stream ends with protocol_error), else handled as any other.
+    [[gnu::noinline]] frame_verdict on_flagged_frame(const protocol::frame_header& h,
+                                                     const char* body);
+    // A frame whose bits are all understood: a response completes its call, the others go to
+    // their stream or are answered (a ping).
+    [[gnu::always_inline]] inline frame_verdict on_known_frame(const protocol::frame_header& h,
+                                                               const char* body);
     // A response or stream frame without an unknown must-understand bit: completes its call.
     // `md`: the reply's metadata block, read (null: it has none; the common case, with the
     // tests on it folded away).

@@ -43,10 +43,12 @@ rpc_client::rpc_client() : rpc_client(client_config{}) {}
 
 rpc_client::rpc_client(client_config config)
     : config_(config),
+      intercepted_(!config_.interceptors.empty()),
       conn_(std::make_shared<detail::client_connection>(reactors_for(config).next(), config)) {}
 
 rpc_client::rpc_client(client_config config, std::size_t reactor_index)
     : config_(config),
+      intercepted_(!config_.interceptors.empty()),
       conn_(std::make_shared<detail::client_connection>(reactors_for(config).at(reactor_index),
                                                         config)) {}
 
@@ -92,23 +94,29 @@ std::shared_ptr<detail::stream_sender> rpc_client::stream_sender() const noexcep
 
 void rpc_client::submit(detail::call_base* call, std::uint32_t function_id, std::string_view name,
                         std::uint16_t signature, std::string_view attachment,
-                        std::chrono::milliseconds timeout, const detail::request_encoder& encode,
-                        const corvid::metadata* metadata) {
-  conn_->submit(call, function_id, name, signature, attachment, timeout, encode, metadata);
+                        std::chrono::milliseconds timeout, const detail::request_encoder& encode) {
+  conn_->submit(call, function_id, name, signature, attachment, timeout, encode);
 }
 
-void rpc_client::submit_intercepted(detail::call_base* call, std::uint32_t function_id,
-                                    std::string_view name, std::uint16_t signature,
-                                    std::string_view attachment, std::chrono::milliseconds timeout,
-                                    const detail::request_encoder& encode,
-                                    const corvid::metadata* metadata) {
+void rpc_client::submit_extended(detail::call_base* call, std::uint32_t function_id,
+                                 std::string_view name, std::uint16_t signature,
+                                 std::string_view attachment, std::chrono::milliseconds timeout,
+                                 const detail::request_encoder& encode,
+                                 const corvid::metadata* metadata,
+                                 corvid::metadata* reply_metadata) {
+  if (reply_metadata != nullptr) call->set_reply_metadata(reply_metadata);
+  if (!intercepted_) {
+    conn_->submit_with_metadata(call, function_id, name, signature, attachment, timeout, encode,
+                                metadata);
+    return;
+  }
   outgoing_call out(name, function_id);
   if (rpc_error e = detail::run_interceptors(config_.interceptors, out, metadata)) {
     fail_locally(call, std::move(e));
     return;
   }
-  submit(call, function_id, name, signature, attachment, timeout, encode,
-         out.metadata().empty() ? nullptr : &out.metadata());
+  conn_->submit_with_metadata(call, function_id, name, signature, attachment, timeout, encode,
+                              out.metadata().empty() ? nullptr : &out.metadata());
 }
 
 rpc_error detail::run_interceptors(

@@ -90,7 +90,7 @@ call_check::result call_check::run(const protocol::frame_header& h, const reques
                  .function_id = h.function_id,
                  .stream = e.stream,
                  .identity = &c_.identity(),
-                 .metadata = req.metadata(),
+                 .metadata = req.metadata == nullptr ? metadata_view() : *req.metadata,
                  .deadline = std::nullopt,
                  .peer = c_.peer_,
                  .request_id = h.request_id};
@@ -103,15 +103,15 @@ call_check::result call_check::run(const protocol::frame_header& h, const reques
     auto p = std::make_shared<pending>();
     p->request_id = h.request_id;
     p->at = out.at;
-    p->charged = req.metadata_entries.size();
+    p->charged = req.metadata_bytes();
     if (p->charged != 0 && !c_.mem().hold(p->charged)) {
       return refuse(h.request_id,
                     call_verdict::refuse_static(rpc_errc::server_busy,
                                                 "server at its memory limit for running calls"));
     }
-    p->metadata_copy.assign(req.metadata_entries);
+    p->metadata_copy.assign(info.metadata.wire());
     p->info = info;
-    p->info.metadata = metadata_view(p->metadata_copy, req.metadata_count);
+    p->info.metadata = metadata_view(p->metadata_copy, info.metadata.size());
     const result r = wait_for(p);
     if (r != result::proceed) return r;
     c_.mem().call_done(p->charged);

@@ -175,9 +175,10 @@ bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) 
       c_.writer().reply_error(h.request_id, md.code, md.message);
       return false;
     }
-    req.metadata_entries =
-        req.body.substr(protocol::metadata_head_size, md.consumed - protocol::metadata_head_size);
-    req.metadata_count = static_cast<std::uint16_t>(md.entries.size());
+    metadata_ = metadata_view(
+        req.body.substr(protocol::metadata_head_size, md.consumed - protocol::metadata_head_size),
+        md.entries.size());
+    req.metadata = &metadata_;
     req.body.remove_prefix(md.consumed);
   }
   return true;

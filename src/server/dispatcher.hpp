@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "corvid/call_metadata.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/trace/trace_context.hpp"
 
@@ -66,6 +67,7 @@ class dispatcher {
   server_connection& c_;
   time_point arrived_{};           // when the batch being dispatched was read
   trace_context caller_trace_;     // the request being dispatched's, while it is
+  metadata_view metadata_;         // likewise its call metadata (request_view points to it)
   method_limit* limit_ = nullptr;  // the limit invoke_limited holds for the call starting
   blocking_lane lane_;             // its blocking calls waiting for a worker (the pool's)
   call_check checks_;              // the server's interceptors' verdicts on its requests

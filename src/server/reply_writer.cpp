@@ -34,9 +34,9 @@ outbound_queue* reply_writer::begin_reply(std::uint64_t request_id, std::size_t 
   mark_ = pending_.mark();
   id_ = request_id;
   open_ = true;
-  // The header is rewritten with the lengths by end_reply.
-  protocol::encode_header(protocol::make_response(request_id),
-                          pending_.extend(protocol::header_size));
+  // Room for the header, written by end_reply with the lengths (or rolled back by an error
+  // reply if the encoding throws): nothing reads or sends it before that.
+  pending_.extend(protocol::header_size);
   return &pending_;
 }
 
@@ -70,15 +70,14 @@ bool reply_writer::retry_reply(std::uint64_t request_id, std::size_t frame_bytes
   return false;
 }
 
-void reply_writer::end_reply(request_context* ctx) {
+void reply_writer::end_reply(request_context* ctx, std::uint8_t flags) {
   const std::size_t body = pending_.mark() - mark_ - protocol::header_size;
   using access = request_context_access;
   const bool owned = ctx != nullptr && access::attachment_owned(*ctx);
   const std::size_t attachment = ctx == nullptr ? 0 : access::attachment_size(*ctx);
   protocol::frame_header h = protocol::make_response(id_, static_cast<std::uint32_t>(body),
                                                      static_cast<std::uint32_t>(attachment));
-  if (ctx != nullptr && access::response_metadata(*ctx) != nullptr) [[unlikely]]
-    h.flags = protocol::flag_metadata;  // send_value put the block first in the body
+  h.flags = flags;
   if (owned) {
     pending_.append_owned(access::take_owned_attachment(*ctx));
   } else if (ctx != nullptr) {

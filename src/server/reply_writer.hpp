@@ -32,10 +32,10 @@ class reply_writer : public reply_sink {
  public:
   using time_point = std::chrono::steady_clock::time_point;
 
-  // reply_sink: a reply is reserved and its header placed (rewritten with the lengths by
-  // end_reply); null = refused, and the error reply saying why is queued instead.
+  // reply_sink: a reply is reserved and room left for its header (written by end_reply, once
+  // the lengths are known); null = refused, and the error reply saying why is queued instead.
   outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) final;
-  void end_reply(request_context* ctx) final;
+  void end_reply(request_context* ctx, std::uint8_t flags) final;
   // Error frames are queued even past the reply limits (a call must end with its error), so
   // they are kept small; the dispatch loop's pause at those limits bounds how many queue up.
   void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) final;

@@ -24,7 +24,7 @@ struct null_sink final : corvid::detail::reply_sink {
   corvid::detail::outbound_queue* begin_reply(std::uint64_t, std::size_t) override {
     return nullptr;
   }
-  void end_reply(request_context*) override {}
+  void end_reply(request_context*, std::uint8_t) override {}
   void reply_error(std::uint64_t, corvid::rpc_errc, std::string_view) override {}
   asio::io_context& reactor() noexcept override { return io; }
   std::string peer_address() const override { return {}; }

@@ -250,24 +250,25 @@ class CORVID_API rpc_client {
     const trace_context* trace = options.trace != nullptr ? options.trace : current_trace();
     if (trace != nullptr && trace->valid()) [[unlikely]]
       call->set_trace(*trace);
-    if (options.reply_metadata != nullptr) [[unlikely]]
-      call->set_reply_metadata(options.reply_metadata);
-    if (!config_.interceptors.empty()) [[unlikely]] {
-      submit_intercepted(call, protocol::function_id<F>(), protocol::function_name_v<F>,
-                         protocol::signature_v<F>, options.attachment, timeout,
-                         detail::encoder_for(encode), options.metadata);
+    // A call with metadata either way, or on a client with interceptors, takes the road out
+    // of line: one test here is all a plain call pays for them.
+    if (intercepted_ | (options.metadata != nullptr) | (options.reply_metadata != nullptr))
+        [[unlikely]] {
+      submit_extended(call, protocol::function_id<F>(), protocol::function_name_v<F>,
+                      protocol::signature_v<F>, options.attachment, timeout,
+                      detail::encoder_for(encode), options.metadata, options.reply_metadata);
       return;
     }
     submit(call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
-           options.attachment, timeout, detail::encoder_for(encode), options.metadata);
+           options.attachment, timeout, detail::encoder_for(encode));
   }
-  // submit() behind the client's interceptors, which edit a copy of the caller's metadata
-  // (encoded in its place) or fail the call. Out of line: a client without interceptors
-  // keeps submit_encoded small enough to inline.
-  void submit_intercepted(detail::call_base* call, std::uint32_t function_id, std::string_view name,
-                          std::uint16_t signature, std::string_view attachment,
-                          std::chrono::milliseconds timeout, const detail::request_encoder& encode,
-                          const corvid::metadata* metadata);
+  // submit() for a call with metadata (call_options::metadata, reply_metadata) or through the
+  // client's interceptors, which edit a copy of the caller's metadata (encoded in its place)
+  // or fail the call.
+  void submit_extended(detail::call_base* call, std::uint32_t function_id, std::string_view name,
+                       std::uint16_t signature, std::string_view attachment,
+                       std::chrono::milliseconds timeout, const detail::request_encoder& encode,
+                       const corvid::metadata* metadata, corvid::metadata* reply_metadata);
   // Ends a call that was never handed to the connection (an interceptor refused it),
   // dropping the connection's reference.
   static void fail_locally(detail::call_base* call, rpc_error e) noexcept {
@@ -308,8 +309,7 @@ class CORVID_API rpc_client {
   // Hands the call (one reference) and its encoded arguments to the connection.
   void submit(detail::call_base* call, std::uint32_t function_id, std::string_view name,
               std::uint16_t signature, std::string_view attachment,
-              std::chrono::milliseconds timeout, const detail::request_encoder& encode,
-              const corvid::metadata* metadata);
+              std::chrono::milliseconds timeout, const detail::request_encoder& encode);
   template <class Rep, class Period>
   static std::chrono::milliseconds clamp(std::chrono::duration<Rep, Period> d) {
     // Round up, and never to 0, which would mean "no deadline".
@@ -354,6 +354,7 @@ class CORVID_API rpc_client {
   }
 
   client_config config_;
+  bool intercepted_ = false;  // config_ has interceptors (fixed at construction)
   std::shared_ptr<detail::client_connection> conn_;
   std::weak_ptr<client_pool> pool_;  // the pool that made this connection, if one did
 };

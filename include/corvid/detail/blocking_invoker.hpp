@@ -39,9 +39,10 @@ struct blocking_call : blocking_job, pooled {
         object(obj),
         request_id(req.request_id),
         storage(copy_request(req)),
-        body(storage.data() + req.metadata_entries.size(), req.body.size()),
+        body(storage.data() + req.metadata_bytes(), req.body.size()),
+        metadata(held_metadata(storage, req)),
         ctx(s, req.request_id, req.function_id, held_attachment(body, req), req.deadline, req.trace,
-            held_metadata(storage, req)) {
+            req.metadata == nullptr ? nullptr : &metadata) {
     request_context_access::cancel_at_deadline(ctx);
   }
   std::shared_ptr<reply_sink> sink;  // held: the call answers after a worker ran it
@@ -51,6 +52,7 @@ struct blocking_call : blocking_job, pooled {
   byte_buffer storage;
   std::string_view body;
   decoded_args_t<F> args;
+  metadata_view metadata;  // its view of the copy; the context points to it
   request_context ctx;
   outcome done = outcome::dropped;
   std::chrono::steady_clock::duration waited{};  // in the queue

@@ -39,16 +39,16 @@ struct request_view {
   std::string_view attachment;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   const trace_context* trace = nullptr;  // the caller's, when the request carried one
-  // The entries of its call metadata block, checked (docs/protocol.md, "Call metadata").
-  std::string_view metadata_entries{};
-  std::uint16_t metadata_count = 0;
+  // Its call metadata block, checked (docs/protocol.md, "Call metadata"), when it carried
+  // one: a pointer, so a request without one costs a single store.
+  const metadata_view* metadata = nullptr;
 
-  metadata_view metadata() const noexcept {
-    return metadata_view(metadata_entries, metadata_count);
+  std::size_t metadata_bytes() const noexcept {
+    return metadata == nullptr ? 0 : metadata->wire().size();
   }
   // What a call that outlives its read buffer copies: metadata, body and attachment.
   std::size_t held_bytes() const noexcept {
-    return metadata_entries.size() + body.size() + attachment.size();
+    return metadata_bytes() + body.size() + attachment.size();
   }
 };
 
@@ -107,7 +107,7 @@ template <class... V>
   if (out == nullptr) return;
   append_metadata(*out, md);  // first in the body (docs/protocol.md, "Call metadata")
   (codec::encode(*out, value), ...);
-  sink.end_reply(&ctx);
+  sink.end_reply(&ctx, protocol::flag_metadata);
 }
 
 template <class... V>
@@ -122,7 +122,7 @@ void send_value(reply_sink& sink, std::uint64_t id, request_context& ctx, const 
   outbound_queue* out = sink.begin_reply(id, frame);
   if (out == nullptr) return;
   (codec::encode(*out, value), ...);
-  sink.end_reply(&ctx);
+  sink.end_reply(&ctx, 0);
 }
 
 // Answers a request whose caller's signature fingerprint is not the handler's.
@@ -240,7 +240,7 @@ template <auto F>
 [[gnu::noinline]] void invoke_sync_traced(void* object, reply_sink& sink, const request_view& req,
                                           decoded_args_t<F>& args) {
   request_context ctx(sink, req.request_id, req.function_id, req.attachment, req.deadline,
-                      req.trace, req.metadata());
+                      req.trace, req.metadata);
   bool ok = false;
   {
     trace_scope scope(ctx.trace());
@@ -263,7 +263,7 @@ void invoke_sync(void* object, reply_sink& sink, call_budget& budget, stream_por
     return;
   }
   request_context ctx(sink, req.request_id, req.function_id, req.attachment, req.deadline, nullptr,
-                      req.metadata());
+                      req.metadata);
   answer_sync<F>(object, sink, req, ctx, args);
 }
 
@@ -271,7 +271,7 @@ void invoke_sync(void* object, reply_sink& sink, call_budget& budget, stream_por
 // copied into storage owned by the call; string_view arguments point into that copy.
 inline byte_buffer copy_request(const request_view& req) {
   byte_buffer b(req.held_bytes());
-  b.append(req.metadata_entries);
+  if (req.metadata != nullptr) b.append(req.metadata->wire());
   b.append(req.body);
   b.append(req.attachment);
   return b;
@@ -283,8 +283,9 @@ inline std::string_view held_attachment(std::string_view body, const request_vie
 }
 // ... and its metadata entries come first.
 inline metadata_view held_metadata(const byte_buffer& storage, const request_view& req) noexcept {
-  return metadata_view(std::string_view(storage.data(), req.metadata_entries.size()),
-                       req.metadata_count);
+  if (req.metadata == nullptr) return {};
+  return metadata_view(std::string_view(storage.data(), req.metadata_bytes()),
+                       req.metadata->size());
 }
 
 // What a call that outlives its read buffer keeps of its request: where it answers, the
@@ -296,14 +297,16 @@ struct held_request {
         budget(b),
         request_id(req.request_id),
         storage(copy_request(req)),
-        body(storage.data() + req.metadata_entries.size(), req.body.size()),
+        body(storage.data() + req.metadata_bytes(), req.body.size()),
+        metadata(held_metadata(storage, req)),
         ctx(s, req.request_id, req.function_id, held_attachment(body, req), req.deadline, req.trace,
-            held_metadata(storage, req)) {}
+            req.metadata == nullptr ? nullptr : &metadata) {}
   std::shared_ptr<reply_sink> sink;
   call_budget& budget;
   std::uint64_t request_id;
   byte_buffer storage;
   std::string_view body;
+  metadata_view metadata;  // its view of the copy; the context points to it
   request_context ctx;
 };
 

@@ -32,7 +32,9 @@ class reply_sink : public std::enable_shared_from_this<reply_sink> {
   // queued an error reply to the request in its place.
   virtual outbound_queue* begin_reply(std::uint64_t request_id, std::size_t frame_bytes) = 0;
   // Finishes the reply begun last, appending the context's response attachment, if any.
-  virtual void end_reply(request_context* ctx) = 0;
+  // `flags`: the reply header's flags (protocol::flag_metadata when the body begins with a
+  // metadata block; 0 otherwise), stated by the caller so the sink tests nothing per reply.
+  virtual void end_reply(request_context* ctx, std::uint8_t flags) = 0;
   // An error reply: the body carries `message` (encoded as a string, cut to a bounded
   // length).
   virtual void reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) = 0;

@@ -69,7 +69,7 @@ class CORVID_API request_context {
       detail::reply_sink& sink, std::uint64_t request_id, std::uint32_t function_id,
       std::string_view attachment,
       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-      const trace_context* caller_trace = nullptr, metadata_view metadata = {}) noexcept
+      const trace_context* caller_trace = nullptr, const metadata_view* metadata = nullptr) noexcept
       : sink_(&sink),
         request_id_(request_id),
         function_id_(function_id),
@@ -125,7 +125,7 @@ class CORVID_API request_context {
   const peer_identity& identity() const noexcept;
   // The request's call metadata (call_options::metadata), as it arrived; valid as long as
   // request_attachment().
-  metadata_view metadata() const noexcept { return metadata_; }
+  metadata_view metadata() const noexcept { return metadata_ ? *metadata_ : metadata_view(); }
   // Metadata sent back with the reply (the caller reads it through
   // call_options::reply_metadata); nothing is sent while it stays empty. A reply sent with
   // metadata is refused by clients older than this release (docs/protocol.md).
@@ -165,7 +165,7 @@ class CORVID_API request_context {
   std::uint32_t function_id_;
   std::string_view request_attachment_;
   std::chrono::steady_clock::time_point deadline_;
-  metadata_view metadata_;
+  const metadata_view* metadata_;  // null when the request carried none: one store per call
   // Deleted out of line: the destructor of every call's context stays one test, small
   // enough to inline.
   struct metadata_deleter {
