@@ -130,6 +130,10 @@ void connection_setup::handshake(std::shared_ptr<const server_tls> tls) {
         c.metrics_.connection().transport = metrics::transport_kind::tls;
         // Once per connection: every call on it (and an RDMA switch) keeps this identity.
         read_certificate_identity(c.stream_.tls().native_handle(), c.identity_);
+        if (!c.setup_.charge_identity()) {
+          c.close();
+          return;
+        }
         c.gate_.begin();
       });
 }
@@ -172,8 +176,19 @@ void connection_setup::switch_to_rdma() {
   c_.stream_.switch_to_rdma(std::move(rdma_next_));  // a TLS session used for the setup is freed
   c_.metrics_.connection().transport = metrics::transport_kind::rdma;
   c_.mem().release_tls();
+  (void)charge_identity();  // it stays, charged again where the session's bytes were
   c_.frames_.read_buffer().clear();
   c_.gate_.read_more();
+}
+
+bool connection_setup::charge_identity() {
+  memory_tracker* t = c_.mem().tls_tracker();
+  const std::size_t bytes = held_bytes(c_.identity_);
+  if (t == nullptr || bytes == 0 || t->try_reserve(bytes)) return true;
+  // Bytes of a certificate the CA signed, yet too many for the memory left: refused like a
+  // session that does not fit (the connection closes), never held uncharged.
+  c_.identity_ = peer_identity{};
+  return false;
 }
 
 void connection_setup::closed() {

@@ -35,6 +35,9 @@ class connection_setup {
   bool switching() const noexcept { return rdma_next_ != nullptr; }
   void switch_to_rdma();
   void closed();  // its pre-authentication place is free the moment the peer is gone
+  // Charges the connection's peer_identity, read from its verified certificate, to its TLS
+  // memory; false = no room (the identity is dropped; the caller closes the connection).
+  bool charge_identity();
 
  private:
   // A place from the server's pool (a per-peer share) and its budget, until the first byte

@@ -105,6 +105,20 @@ void read_certificate_identity(SSL* ssl, peer_identity& out) {
   out.has_certificate = true;
 }
 
+std::size_t held_bytes(const peer_identity& id) noexcept {
+  // A short string lives inside its object (no allocation); a longer one holds capacity + 1.
+  static const std::size_t inline_capacity = std::string().capacity();
+  auto heap = [](const std::string& s) {
+    return s.capacity() > inline_capacity ? s.capacity() + 1 : 0;
+  };
+  std::size_t n = heap(id.subject) + heap(id.fingerprint_sha256);
+  for (const auto* names : {&id.dns_names, &id.uris, &id.ip_addresses}) {
+    n += names->capacity() * sizeof(std::string);
+    for (const std::string& s : *names) n += heap(s);
+  }
+  return n;
+}
+
 std::optional<unix_peer_credentials> unix_peer_of(int fd) noexcept {
   struct ucred cred {};
   socklen_t len = sizeof(cred);

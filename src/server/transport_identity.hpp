@@ -15,6 +15,10 @@ namespace corvid::detail {
 // X509_V_OK); otherwise leaves has_certificate false and the fields empty.
 void read_certificate_identity(SSL* ssl, peer_identity& out);
 
+// The bytes `id` holds on the heap (its strings and their vectors): what the connection charges
+// for it, since a verified certificate may carry many alternative names.
+std::size_t held_bytes(const peer_identity& id) noexcept;
+
 // The connecting process of the Unix-domain socket `fd` (SO_PEERCRED); empty when the kernel
 // does not say (not a Unix socket, or the call failed).
 std::optional<unix_peer_credentials> unix_peer_of(int fd) noexcept;

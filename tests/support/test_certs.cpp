@@ -1,5 +1,6 @@
 #include "test_certs.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -121,6 +122,15 @@ test_certs::test_certs() {
         "DNS:alice.example,DNS:alice.internal,URI:spiffe://example.org/ns/prod/sa/alice,"
         "IP:10.1.2.3,IP:2001:db8::7",
         ca_cert.get(), ca_key.get(), -1, 30, san_client_cert, san_client_key);
+  std::string many;
+  for (int i = 0; i < many_names_count; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "%sDNS:host-%04d.a-rather-long-name.example.org", i ? "," : "",
+                  i);
+    many += name;
+  }
+  issue("many_names", "corvid-many-names", many.c_str(), ca_cert.get(), ca_key.get(), -1, 30,
+        many_names_cert, many_names_key);
   issue("expired", "localhost", server_san, ca_cert.get(), ca_key.get(), -20, -10, expired_cert,
         expired_key);
   issue("wrong_name", "elsewhere.example", "DNS:elsewhere.example", ca_cert.get(), ca_key.get(), -1,

@@ -28,6 +28,11 @@ class test_certs {
   static constexpr const char* san_client_dns[] = {"alice.example", "alice.internal"};
   static constexpr const char* san_client_uri = "spiffe://example.org/ns/prod/sa/alice";
   static constexpr const char* san_client_ips[] = {"10.1.2.3", "2001:db8::7"};
+  // CN corvid-many-names, signed by ca, with many_names_count DNS names of 40 characters
+  // each: an identity of about 28 KiB that the server must charge.
+  std::string many_names_cert;
+  std::string many_names_key;
+  static constexpr int many_names_count = 400;
   std::string expired_cert;  // like server_cert, but valid only in the past
   std::string expired_key;
   std::string other_ca;       // a second CA, trusting nothing above
