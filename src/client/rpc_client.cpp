@@ -43,12 +43,12 @@ rpc_client::rpc_client() : rpc_client(client_config{}) {}
 
 rpc_client::rpc_client(client_config config)
     : config_(config),
-      intercepted_(!config_.interceptors.empty()),
+      extensions_(extensions_of(config_)),
       conn_(std::make_shared<detail::client_connection>(reactors_for(config).next(), config)) {}
 
 rpc_client::rpc_client(client_config config, std::size_t reactor_index)
     : config_(config),
-      intercepted_(!config_.interceptors.empty()),
+      extensions_(extensions_of(config_)),
       conn_(std::make_shared<detail::client_connection>(reactors_for(config).at(reactor_index),
                                                         config)) {}
 
@@ -105,7 +105,12 @@ void rpc_client::submit_extended(detail::call_base* call, std::uint32_t function
                                  const corvid::metadata* metadata,
                                  corvid::metadata* reply_metadata) {
   if (reply_metadata != nullptr) call->set_reply_metadata(reply_metadata);
-  if (!intercepted_) {
+  if (timeout.count() < 0) {
+    std::optional<std::chrono::milliseconds> own;
+    if ((extensions_ & with_methods) != 0) own = config_.methods.resolve(function_id, name).timeout;
+    timeout = own ? std::max(*own, std::chrono::milliseconds(1)) : config_.request_timeout;
+  }
+  if ((extensions_ & with_interceptors) == 0) {
     conn_->submit_with_metadata(call, function_id, name, signature, attachment, timeout, encode,
                                 metadata);
     return;

@@ -3,7 +3,11 @@
 // its copy cancelled; a method not declared idempotent, or a fleet of one, is never hedged;
 // a method's own timeout bounds its calls.
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
+#include "slowdown.hpp"
 #include "test_support.hpp"
 
 namespace corvid_test {
@@ -134,6 +138,43 @@ TEST(lb_hedging, a_call_with_attachment_is_hedged_with_its_attachment) {
   EXPECT_TRUE(eventually([] { return cancels_seen.load() == 2; }));
 }
 
+// call_options::hedging: one call hedged although its method has no entry (the caller declares
+// it safe to repeat), and one call of a hedged method not hedged (max_copies 1).
+TEST(lb_hedging, a_calls_own_hedging_overrides_its_methods) {
+  fleet f(2);
+  auto lb = f.balancer({});
+  ASSERT_TRUE(call<update>(*lb, 0));  // both servers connected before the stall
+  ASSERT_TRUE(call<update>(*lb, 0));
+  calls_seen = 0;
+  stalls_left = 1;
+  const corvid::hedging_policy two{.max_copies = 2, .delay = 20ms};
+  corvid::call_options o;
+  o.hedging = &two;
+  auto r = corvid::sync_wait(lb->call_with<update>(o, 41));
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->value, 42);
+  EXPECT_EQ(lb->balancer_stats().hedges, 1u);
+  EXPECT_EQ(calls_seen.load(), 2);
+  EXPECT_TRUE(eventually([] { return cancels_seen.load() == 1; }));
+
+  // Every method hedged by the balancer's settings; this call says one copy only.
+  fleet g(2);
+  auto hedging = g.balancer(hedged("*", true));
+  ASSERT_TRUE(call<lookup>(*hedging, 0));
+  ASSERT_TRUE(call<lookup>(*hedging, 0));
+  calls_seen = 0;
+  stalls_left = 1;
+  const corvid::hedging_policy one{.max_copies = 1};
+  corvid::call_options single;
+  single.hedging = &one;
+  single.timeout = 300ms;
+  auto stalled = corvid::sync_wait(hedging->call_with<lookup>(single, 1));
+  ASSERT_FALSE(stalled);
+  EXPECT_EQ(stalled.error().code(), corvid::rpc_errc::timeout);
+  EXPECT_EQ(hedging->balancer_stats().hedges, 0u);
+  EXPECT_EQ(calls_seen.load(), 1);
+}
+
 TEST(lb_methods, a_methods_own_timeout_bounds_its_calls) {
   fleet f(1);
   corvid::method_config m;
@@ -143,6 +184,84 @@ TEST(lb_methods, a_methods_own_timeout_bounds_its_calls) {
   auto r = call<lookup>(*lb, 1);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout);
+}
+
+// Ends every stall after `after` (a stalled call then answers): a call still waiting by then
+// was not bounded by its method's timeout.
+class stall_ender {
+ public:
+  explicit stall_ender(std::chrono::milliseconds after)
+      : t_([this, after] {
+          std::unique_lock lk(m_);
+          if (!cv_.wait_for(lk, after, [this] { return done_; })) stalled_may_end = true;
+        }) {}
+  ~stall_ender() {
+    {
+      std::lock_guard lk(m_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    t_.join();
+    stalled_may_end = false;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread t_;  // last: it starts once the others exist
+};
+
+template <auto F>
+corvid::expected<int, corvid::rpc_error> call(corvid::rpc_client& client, int x) {
+  return corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {
+    co_return co_await client.call<F>(x);
+  }());
+}
+
+// client_config::methods: a plain client's and a pool's calls given no timeout take their
+// method's; a timeout given with the call wins; other methods keep request_timeout.
+TEST(client_methods, a_methods_own_timeout_bounds_a_clients_and_a_pools_calls) {
+  fleet f(1);
+  corvid::client_config cfg;
+  cfg.request_timeout = 20s;  // bounds a hung test only
+  cfg.methods.set<&lookup>({.timeout = 100ms});
+  corvid::rpc_client client(cfg);
+  ASSERT_FALSE(corvid::sync_wait(client.connect(f.endpoints[0].address)));
+  {
+    stall_ender ender(corvid::test::patience(2000ms));
+    stalls_left = 1;
+    auto r = call<lookup>(client, 1);
+    ASSERT_FALSE(r) << "the stall ended first: the method's 100 ms did not bound the call";
+    EXPECT_EQ(r.error().code(), corvid::rpc_errc::timeout);
+  }
+  {
+    // The same stall with a timeout of the call's own outlives the method's 100 ms.
+    stall_ender ender(300ms);
+    stalls_left = 1;
+    auto own = corvid::sync_wait([&]() -> corvid::task<corvid::expected<int, corvid::rpc_error>> {
+      co_return co_await client.call_for<lookup>(10s, 1);
+    }());
+    ASSERT_TRUE(own) << own.error().message();
+    EXPECT_EQ(*own, 2);
+  }
+  {
+    // Another method: request_timeout, not lookup's.
+    stall_ender ender(300ms);
+    stalls_left = 1;
+    auto other = call<update>(client, 1);
+    ASSERT_TRUE(other) << other.error().message();
+  }
+  corvid::pool_config pc;
+  pc.client = cfg;
+  auto pool = corvid::client_pool::create(f.endpoints[0].address, pc);
+  for (int i = 0; i < 2; ++i) {  // the first call waits for the connection, the second not
+    stall_ender ender(corvid::test::patience(2000ms));
+    stalls_left = 1;
+    auto pooled = corvid::sync_wait(pool->call<lookup>(1));
+    ASSERT_FALSE(pooled) << "call " << i << ": the method's 100 ms did not bound it";
+    EXPECT_EQ(pooled.error().code(), corvid::rpc_errc::timeout);
+  }
 }
 
 }  // namespace

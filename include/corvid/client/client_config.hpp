@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "corvid/client/client_metrics.hpp"
+#include "corvid/client/method_config.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/runtime/tls_config.hpp"
 
@@ -93,6 +94,14 @@ struct client_config {
   // every attempt of a pool's or balancer's call) is encoded; each may edit the call's
   // metadata or fail the call locally (client_interceptor.hpp). Empty: no cost but a test.
   std::vector<std::shared_ptr<client_interceptor>> interceptors;
+  // Per-method timeouts (method_config.hpp: a method, a namespace of methods or "*"), for the
+  // unary calls given no timeout of their own (call(), send_request(), call_with() with a
+  // negative call_options::timeout): the most specific entry's timeout wins over
+  // request_timeout. A pool's connections take them from pool_config::client. The other
+  // settings of an entry (idempotency, attempts, hedging) are load_balancer's
+  // (lb_config::methods): one connection has no other endpoint to send a call to again.
+  // Empty: no cost but a test.
+  method_config methods;
 };
 
 }  // namespace corvid

@@ -159,6 +159,12 @@ class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> 
   template <auto F, bool A, class... Args>
   static task<call_result_t<F, A>> slow_call(std::shared_ptr<client_pool> self,
                                              call_options options, int attempt, Args... args) {
+    // A call given no timeout has its method's (client_config::methods) here too: the wait
+    // for a connection is part of it.
+    if (options.timeout.count() < 0 && !self->config_.client.methods.empty()) {
+      if (auto own = self->config_.client.methods.template resolve<F>().timeout)
+        options.timeout = std::max(*own, std::chrono::milliseconds(1));
+    }
     for (;; ++attempt) {
       lease l;
       call_options o = options;

@@ -137,7 +137,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   template <auto F, class... Args>
   task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> call_with(
       call_options options, Args... args) {
-    if (!config_.methods.empty()) [[unlikely]] {
+    if (!config_.methods.empty() || options.hedging != nullptr) [[unlikely]] {
       return configured_with<F>(options, std::move(args)...);
     }
     return routed_with<F>(retry_rules{}, options, std::move(args)...);
@@ -306,7 +306,11 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
   template <auto F, class... Args>
   task<expected<with_attachment<detail::client_result_t<F>>, rpc_error>> configured_with(
       call_options options, Args... args) {
-    const method_policy m = config_.methods.resolve<F>();
+    method_policy m = config_.methods.resolve<F>();
+    if (options.hedging != nullptr) {  // the call's own, over its method's
+      m.hedging = *options.hedging;
+      if (options.hedging->max_copies > 1) m.idempotent = true;
+    }
     if (options.timeout.count() < 0 && m.timeout) options.timeout = *m.timeout;
     if (hedges(m)) return hedged<F>(*m.hedging, options, std::move(args)...);
     return routed_with<F>(rules_of(m), options, std::move(args)...);

@@ -15,7 +15,10 @@
 //
 // A call takes each setting from the most specific entry that has it: the method's own name,
 // then the longest namespace that contains it, then "*"; a timeout given with the call
-// (call_for, call_options::timeout) overrides the method's.
+// (call_for, call_options::timeout) overrides the method's, and call_options::hedging the
+// method's hedging. A load_balancer (lb_config::methods) applies every setting; a plain
+// rpc_client and a client_pool (client_config::methods, pool_config::client) the timeouts,
+// since one endpoint gives a call nowhere else to go again.
 #include <chrono>
 #include <cstdint>
 #include <optional>

@@ -59,6 +59,10 @@ struct call_options {
   // it was otherwise); must stay valid until the call ends. Null: a reply's metadata is
   // checked and skipped.
   corvid::metadata* reply_metadata = nullptr;
+  // load_balancer: this call's hedging, over its method's (lb_config::methods); null: the
+  // method's. Hedging a call (max_copies above 1) declares it safe to run more than once,
+  // whatever its method's entry says; max_copies 1 turns its method's hedging off for it.
+  const hedging_policy* hedging = nullptr;
 };
 
 // What co_await stream<F>(...) and open_stream<F>(...) yield (for pools and balancers).
@@ -237,8 +241,9 @@ class CORVID_API rpc_client {
   std::weak_ptr<detail::call_canceller> canceller() const noexcept;
   std::shared_ptr<detail::stream_sender> stream_sender() const noexcept;
 
-  // Encodes F's arguments and hands the call (one reference) to the connection.
-  template <auto F, class... Args>
+  // Encodes F's arguments and hands the call (one reference) to the connection. `Unary`: a
+  // call (client_config::methods apply), not a stream's opening request.
+  template <auto F, bool Unary, class... Args>
   void submit_encoded(detail::call_base* call, call_options options, Args&&... args) {
     using params = detail::wire_params_t<F>;
     const auto timeout = options.timeout.count() < 0 ? config_.request_timeout : options.timeout;
@@ -250,21 +255,25 @@ class CORVID_API rpc_client {
     const trace_context* trace = options.trace != nullptr ? options.trace : current_trace();
     if (trace != nullptr && trace->valid()) [[unlikely]]
       call->set_trace(*trace);
-    // A call with metadata either way, or on a client with interceptors, takes the road out
-    // of line: one test here is all a plain call pays for them.
-    if (intercepted_ | (options.metadata != nullptr) | (options.reply_metadata != nullptr))
-        [[unlikely]] {
-      submit_extended(call, protocol::function_id<F>(), protocol::function_name_v<F>,
-                      protocol::signature_v<F>, options.attachment, timeout,
-                      detail::encoder_for(encode), options.metadata, options.reply_metadata);
+    // A call with metadata either way, or on a client with interceptors or per-method
+    // settings, takes the road out of line: one test here is all a plain call pays for them.
+    constexpr std::uint8_t applies = Unary ? (with_interceptors | with_methods) : with_interceptors;
+    if (((extensions_ & applies) != 0) | (options.metadata != nullptr) |
+        (options.reply_metadata != nullptr)) [[unlikely]] {
+      submit_extended(
+          call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
+          options.attachment,
+          Unary && options.timeout.count() < 0 ? std::chrono::milliseconds(-1) : timeout,
+          detail::encoder_for(encode), options.metadata, options.reply_metadata);
       return;
     }
     submit(call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
            options.attachment, timeout, detail::encoder_for(encode));
   }
-  // submit() for a call with metadata (call_options::metadata, reply_metadata) or through the
+  // submit() for a call with metadata (call_options::metadata, reply_metadata), through the
   // client's interceptors, which edit a copy of the caller's metadata (encoded in its place)
-  // or fail the call.
+  // or fail the call, or with a per-method timeout: `timeout` negative = none given, the
+  // method's or else request_timeout applies.
   void submit_extended(detail::call_base* call, std::uint32_t function_id, std::string_view name,
                        std::uint16_t signature, std::string_view attachment,
                        std::chrono::milliseconds timeout, const detail::request_encoder& encode,
@@ -295,7 +304,7 @@ class CORVID_API rpc_client {
             std::string>,
         window, std::min<std::size_t>(config_.max_stream_window, UINT32_MAX));
     s->add_ref();  // one reference for the connection, one for the caller
-    submit_encoded<F>(s, options, std::forward<Args>(args)...);
+    submit_encoded<F, false>(s, options, std::forward<Args>(args)...);
     // Refused before it was filed (not connected, too large, client_busy): it has no id.
     // A stream that was filed may be done already too (a short stream can end on the
     // reactor before we look): that one is returned, its end is for next() to tell.
@@ -349,12 +358,19 @@ class CORVID_API rpc_client {
     using state = detail::call_state<detail::client_result_t<F>, WithAttachment>;
     auto* s = new state();
     s->add_ref();  // one reference for the connection, one for the caller
-    submit_encoded<F>(s, options, std::forward<Args>(args)...);
+    submit_encoded<F, true>(s, options, std::forward<Args>(args)...);
     return detail::call_ref<state>(s);
   }
 
   client_config config_;
-  bool intercepted_ = false;  // config_ has interceptors (fixed at construction)
+  // What of config_ a call must look at (fixed at construction): its interceptors, its
+  // per-method settings.
+  static constexpr std::uint8_t with_interceptors = 1, with_methods = 2;
+  static std::uint8_t extensions_of(const client_config& c) noexcept {
+    return static_cast<std::uint8_t>((c.interceptors.empty() ? 0 : with_interceptors) |
+                                     (c.methods.empty() ? 0 : with_methods));
+  }
+  std::uint8_t extensions_ = 0;
   std::shared_ptr<detail::client_connection> conn_;
   std::weak_ptr<client_pool> pool_;  // the pool that made this connection, if one did
 };
