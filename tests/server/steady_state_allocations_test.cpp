@@ -18,6 +18,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "background_quiet.hpp"  // pools and balancers end their background work first
 #include "connect.hpp"
 #include "replaced_new.hpp"
 #include "test_certs.hpp"

@@ -10,6 +10,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "background_quiet.hpp"  // pools and balancers end their background work first
 #include "eventually.hpp"
 #include "slowdown.hpp"
 #include "stream_handlers.hpp"

@@ -13,6 +13,7 @@
 
 #include <corvid/corvid.hpp>
 
+#include "background_quiet.hpp"  // pools and balancers end their background work first
 #include "connect.hpp"
 #include "eventually.hpp"
 #include "slowdown.hpp"
