@@ -108,7 +108,7 @@ void rpc_client::submit_extended(detail::call_base* call, std::uint32_t function
   if (timeout.count() < 0) {
     std::optional<std::chrono::milliseconds> own;
     if ((extensions_ & with_methods) != 0) own = config_.methods.resolve(function_id, name).timeout;
-    timeout = own ? std::max(*own, std::chrono::milliseconds(1)) : config_.request_timeout;
+    timeout = own ? *own : config_.request_timeout;  // method_config keeps them at least 1 ms
   }
   if ((extensions_ & with_interceptors) == 0) {
     conn_->submit_with_metadata(call, function_id, name, signature, attachment, timeout, encode,

@@ -135,30 +135,46 @@ TEST(identity, mutual_tls_shows_the_client_certificate) {
   EXPECT_EQ(again->fingerprint_sha256, fingerprint);
 }
 
+// A server that takes RDMA connections set up over mutual TLS.
+std::unique_ptr<corvid::rpc_server> rdma_over_mtls_server() {
+  auto srv = std::make_unique<corvid::rpc_server>(loopback_config());
+  srv->register_handler<whoami>();
+  if (auto e = srv->init_ibv(corvid_rdma_test::test_ibv())) throw std::runtime_error(e.message());
+  if (auto e = srv->init_tls(server_tls(true))) throw std::runtime_error(e.message());
+  if (auto e = srv->async_start()) throw std::runtime_error(e.message());
+  return srv;
+}
+
+// A client of `srv` with the certificate `cert` (key `key`), connected over RDMA set up
+// through TLS.
+std::unique_ptr<corvid::rpc_client> rdma_client(const corvid::rpc_server& srv,
+                                                const std::string& cert, const std::string& key) {
+  auto client = std::make_unique<corvid::rpc_client>();
+  if (auto e = client->init_tls(
+          {.certificate_chain_file = cert, .private_key_file = key, .ca_file = certs().ca}))
+    throw std::runtime_error(e.message());
+  if (auto e = client->init_ibv(corvid_rdma_test::test_ibv()))
+    throw std::runtime_error(e.message());
+  if (auto e = corvid::sync_wait(corvid::test::connect(*client, localhost(srv))))
+    throw std::runtime_error(e.message());
+  return client;
+}
+
 // A verified certificate may carry thousands of names: the identity read from it is charged
 // to the server's TLS memory and released with the connection. Over RDMA set up through TLS,
 // the session's own bytes are freed at the switch, so what stays charged is the identity's.
 TEST(identity, a_certificates_names_are_charged_to_the_servers_memory) {
-  auto srv = std::make_unique<corvid::rpc_server>(loopback_config());
-  srv->register_handler<whoami>();
-  ASSERT_FALSE(srv->init_ibv(corvid_rdma_test::test_ibv()));
-  ASSERT_FALSE(srv->init_tls(server_tls(true)));
-  ASSERT_FALSE(srv->async_start());
+  auto srv = rdma_over_mtls_server();
   auto tls_bytes = [&] {
     const auto m = srv->memory();
     const auto* n = m.find("tls_sessions");
     return n ? n->current : 0;
   };
   {
-    corvid::rpc_client client;
-    ASSERT_FALSE(client.init_tls({.certificate_chain_file = certs().many_names_cert,
-                                  .private_key_file = certs().many_names_key,
-                                  .ca_file = certs().ca}));
-    ASSERT_FALSE(client.init_ibv(corvid_rdma_test::test_ibv()));
-    ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, localhost(*srv))));
-    auto r = call<whoami>(client);
+    auto client = rdma_client(*srv, certs().many_names_cert, certs().many_names_key);
+    auto r = call<whoami>(*client);
     ASSERT_TRUE(r.has_value()) << r.error().message();
-    EXPECT_GT(client.stats().rdma_sends, 0u);
+    EXPECT_GT(client->stats().rdma_sends, 0u);
     EXPECT_EQ(r->dns_names.size(), static_cast<std::size_t>(test_certs::many_names_count));
     // Each name's 40 characters at least (their strings' headers and the vector come on top).
     EXPECT_GE(tls_bytes(), test_certs::many_names_count * 40u);
@@ -167,20 +183,11 @@ TEST(identity, a_certificates_names_are_charged_to_the_servers_memory) {
 }
 
 TEST(identity, rdma_keeps_what_its_tls_setup_connection_proved) {
-  auto srv = std::make_unique<corvid::rpc_server>(loopback_config());
-  srv->register_handler<whoami>();
-  ASSERT_FALSE(srv->init_ibv(corvid_rdma_test::test_ibv()));
-  ASSERT_FALSE(srv->init_tls(server_tls(true)));
-  ASSERT_FALSE(srv->async_start());
-  corvid::rpc_client client;
-  ASSERT_FALSE(client.init_tls({.certificate_chain_file = certs().san_client_cert,
-                                .private_key_file = certs().san_client_key,
-                                .ca_file = certs().ca}));
-  ASSERT_FALSE(client.init_ibv(corvid_rdma_test::test_ibv()));
-  ASSERT_FALSE(corvid::sync_wait(corvid::test::connect(client, localhost(*srv))));
-  auto r = call<whoami>(client);
+  auto srv = rdma_over_mtls_server();
+  auto client = rdma_client(*srv, certs().san_client_cert, certs().san_client_key);
+  auto r = call<whoami>(*client);
   ASSERT_TRUE(r.has_value()) << r.error().message();
-  EXPECT_GT(client.stats().rdma_sends, 0u);  // the call went over the queue pair
+  EXPECT_GT(client->stats().rdma_sends, 0u);  // the call went over the queue pair
   EXPECT_TRUE(r->has_certificate);
   EXPECT_EQ(r->uris, std::vector<std::string>{test_certs::san_client_uri});
   EXPECT_EQ(r->fingerprint_sha256, der_sha256(certs().san_client_cert));

@@ -163,7 +163,7 @@ class CORVID_API client_pool : public std::enable_shared_from_this<client_pool> 
     // for a connection is part of it.
     if (options.timeout.count() < 0 && !self->config_.client.methods.empty()) {
       if (auto own = self->config_.client.methods.template resolve<F>().timeout)
-        options.timeout = std::max(*own, std::chrono::milliseconds(1));
+        options.timeout = *own;  // at least 1 ms (method_config::set)
     }
     for (;; ++attempt) {
       lease l;
