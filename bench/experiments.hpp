@@ -16,6 +16,7 @@ int run_blocking_fairness(const options& o);        // a newcomer's blocking cal
 int run_pool_experiment(const options& o);          // one client_pool vs plain connections
 int run_hedging_experiment(const options& o);       // hedged calls over a fleet with stalls
 int run_retry_budget_experiment(const options& o);  // retries with and without a budget
+int run_compression_experiment(const options& o);   // per-message zstd on loopback
 int run_auth_experiment(const options& o);          // call metadata, interceptors, refusals
 int run_auth_server(const options& o);              // one of its servers alone (callgrind)
 

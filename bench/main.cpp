@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
     if (o.command == "pool") return run_pool_experiment(o);
     if (o.command == "hedging") return run_hedging_experiment(o);
     if (o.command == "retry-budget") return run_retry_budget_experiment(o);
+    if (o.command == "compression") return run_compression_experiment(o);
     if (o.command == "auth") return run_auth_experiment(o);
     if (o.command == "auth-server") return run_auth_server(o);
   } catch (const std::exception& e) {

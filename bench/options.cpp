@@ -49,6 +49,9 @@ commands:
   retry-budget
               4 servers, one refusing every call; 3 attempts with and without a budget:
               success rate and attempts per call
+  compression per-message zstd on loopback: JSON-like and random payloads of 4 KiB, 64 KiB
+              and 1 MiB echoed with compression off and on; calls/s, wire bytes per call
+              and CPU per call (first --concurrency callers, default 4; --duration per row)
   auth        call metadata, interceptors and refusals: calls/s and allocations per call on
               each side for plain calls, 2 metadata entries, a sync interceptor, an
               authorization_policy with a bearer token, an async interceptor, calls refused

@@ -40,7 +40,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/corvid-config.cmake
 file(RELATIVE_PATH corvid_pc_to_prefix "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig"
      "${CMAKE_INSTALL_PREFIX}")
 string(REGEX REPLACE "/$" "" corvid_pc_to_prefix "${corvid_pc_to_prefix}")
-set(corvid_pc_requires "libssl libcrypto libcares")
+set(corvid_pc_requires "libssl libcrypto libcares libzstd")
 if(CORVID_HAS_IBVERBS)
   string(APPEND corvid_pc_requires " libibverbs")
 endif()

@@ -37,7 +37,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 string(JOIN ", " CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
        "libcorvid${corvid_soversion} (= ${PROJECT_VERSION}-1)"
        "libasio-dev" "libboost1.81-dev | libboost-dev (>= 1.81)" "libssl-dev (>= 3)"
-       "libcurl4-openssl-dev | libcurl-dev" "libc-ares-dev" "libibverbs-dev" "pkg-config")
+       "libcurl4-openssl-dev | libcurl-dev" "libc-ares-dev" "libzstd-dev" "libibverbs-dev" "pkg-config")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "C++20 coroutine RPC library (development files)\n Headers, the static library, the CMake package (find_package(corvid)) and\n the pkg-config files (corvid, corvid-static) of corvid.")
 

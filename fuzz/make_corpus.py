@@ -201,6 +201,34 @@ def response(body=b"", attachment=b"", request_id=FIRST_ID, status=0):
     return frame(2, request_id, 0, body, attachment, status)
 
 
+def flagged(frame_bytes, flags):
+    """A frame with these flags, as version 3 when one is must-understand."""
+    return (frame_bytes[:2] + bytes([3 if flags & 0x0F else 2, frame_bytes[3], flags]) +
+            frame_bytes[5:])
+
+
+def zstd_raw(data):
+    """One zstd frame (RFC 8878) holding `data` as a raw block: single segment, its content
+    size stated in 4 bytes. Valid for any decoder, and needs no zstd library here."""
+    return (b"\x28\xb5\x2f\xfd" + bytes([0xA0]) + u32(len(data)) +
+            (1 | (len(data) << 3)).to_bytes(3, "little") + data)
+
+
+def zstd_rle(byte, n):
+    """A zstd frame of `n` copies of `byte` (an RLE block, n <= 128 KiB): a few bytes that
+    inflate to n."""
+    return (b"\x28\xb5\x2f\xfd" + bytes([0xA0]) + u32(n) +
+            (1 | (1 << 1) | (n << 3)).to_bytes(3, "little") + bytes([byte]))
+
+
+def compressed(body, attachment=b"", declared=None, zframe=None):
+    """A compressed payload (docs/protocol.md, "Compression"): the declared lengths, then
+    the zstd frame."""
+    body_len, att_len = declared if declared is not None else (len(body), len(attachment))
+    return u32(body_len) + u32(att_len) + (zframe if zframe is not None else
+                                           zstd_raw(body + attachment))
+
+
 def frame_header_seeds(v):
     seeds = {name: data[:32] for name, data in v.items()}
     seeds["limit_boundary"] = v["echo_request"][:32] + u32(6)  # bytes 32..35: one more limit
@@ -295,6 +323,21 @@ def server_stream_seeds(v):
         v["echo_request"][16:] + frame(3, FIRST_ID + 1, 0) + stream_frame(7, 99, s("lost")) +
         stream_frame(8, FIRST_ID + 5) + stream_frame(9, FIRST_ID + 7, credit=1 << 31),
         "stream_bad_item": whole + request("relay") + stream_frame(7, FIRST_ID, b"\xff\xff") +
+        stream_frame(8, FIRST_ID),
+        # Compression: an honest request, one asking for compressed replies (big ones come
+        # compressed), lies both ways, a declared size over the limit, a compressed item.
+        "compressed_echo": whole + flagged(request("echo", compressed(s("e" * 200))), 0x04) +
+        flagged(request("big", u32(6000), request_id=FIRST_ID + 1), 0x10) +
+        flagged(request("echo", s("plain"), request_id=FIRST_ID + 2), 0x14),
+        "compressed_lies": whole + flagged(request(
+            "echo", compressed(b"", declared=(100, 0), zframe=zstd_rle(0x7a, 100000))), 0x04) +
+        flagged(request("echo", compressed(s("abc"), declared=(50, 0)),
+                        request_id=FIRST_ID + 1), 0x04) +
+        flagged(request("echo", compressed(s("x"), declared=(1 << 20, 0)),
+                        request_id=FIRST_ID + 2), 0x04) +
+        request("echo", s("after"), request_id=FIRST_ID + 3),
+        "compressed_item": whole + flagged(request("relay"), 0x10) +
+        flagged(stream_frame(7, FIRST_ID, compressed(s("i" * 300))), 0x04) +
         stream_frame(8, FIRST_ID),
     }
     return seeds

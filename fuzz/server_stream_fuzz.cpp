@@ -59,6 +59,7 @@
 #include "corvid/sync_wait.hpp"
 #include "corvid/task.hpp"
 #include "fuzz_socket.hpp"
+#include "protocol/compression.hpp"
 
 #include <sys/socket.h>
 
@@ -380,8 +381,8 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
     if (h.type == protocol::msg_type::stream_item || h.type == protocol::msg_type::stream_credit) {
       // A stream's item or a grant: for a request sent, before its response, fields clear.
       check(want.ids.contains(h.request_id), "stream frame for a request never sent");
-      check(h.function_id == 0 && h.flags == 0 && h.status == rpc_errc::ok &&
-                h.attachment_length == 0,
+      check(h.function_id == 0 && (h.flags & ~protocol::flag_compressed) == 0 &&
+                h.status == rpc_errc::ok && h.attachment_length == 0,
             "stream frame with fields set");
       check(h.type == protocol::msg_type::stream_item ? h.payload_size() <= max_frame
                                                       : h.payload_size() == 0,
@@ -392,17 +393,28 @@ void check_replies(std::string_view got, const expectation& want, bool complete)
       continue;
     }
     check(h.type == protocol::msg_type::response, "reply is neither a response nor a pong");
-    check(h.function_id == 0 && h.flags == 0 && h.timeout_ms == 0,
+    // A request that said it accepts compression (flag_accepts_compressed) makes the server
+    // say so on its replies, and compress the big ones.
+    check(h.function_id == 0 && h.timeout_ms == 0 &&
+              (h.flags & ~(protocol::flag_accepts_compressed | protocol::flag_compressed)) == 0,
           "response function id / flags / timeout not 0");
     check(h.payload_size() <= max_frame, "reply over the server's own limit");
     if (!complete && got.size() < h.frame_size()) break;
     check(got.size() >= h.frame_size(), "reply stream ends inside a frame");
     const std::string_view body = got.substr(protocol::header_size, h.body_length);
+    if ((h.flags & protocol::flag_compressed) != 0) {
+      check(h.status == rpc_errc::ok && h.attachment_length == 0,
+            "a compressed reply that is an error or has an attachment");
+      std::string inflated;
+      check(protocol::inflate(body, inflated).empty() && inflated.size() <= max_frame,
+            "a compressed reply that does not inflate within the limit");
+    }
     const auto s = h.status;
     check(s == rpc_errc::ok || s == rpc_errc::timeout || s == rpc_errc::function_not_found ||
               s == rpc_errc::bad_request || s == rpc_errc::server_busy ||
               s == rpc_errc::message_too_large || s == rpc_errc::handler_error ||
-              s == rpc_errc::protocol_error || s == rpc_errc::signature_mismatch,
+              s == rpc_errc::protocol_error || s == rpc_errc::signature_mismatch ||
+              s == rpc_errc::resource_exhausted,  // a metadata block over the server's limits
           "reply status the server never sends");
     if (s != rpc_errc::ok) {
       std::string message;

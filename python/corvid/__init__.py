@@ -8,6 +8,7 @@
 """
 
 from ._client import Client, connect, parse_endpoint
+from ._compression import available as compression_available
 from ._codec import Codec, DecodeError, canonical, codec_for, decode, encode
 from ._connection import Reply
 from ._errors import ErrorCode, RpcError
@@ -56,6 +57,7 @@ __all__ = [
     "__version__",
     "canonical",
     "codec_for",
+    "compression_available",
     "connect",
     "current_trace",
     "decode",

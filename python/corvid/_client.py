@@ -10,6 +10,7 @@ import math
 import ssl as ssl_module
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar, Union
 
+from . import _compression as cz
 from . import _frame as fr
 from . import _metadata as md
 from ._connection import Connection, PendingCall, Reply
@@ -51,7 +52,12 @@ class Client:
     own `metadata=`, e.g. `lambda name: {"authorization": f"Bearer {token()}"}`. An RpcError
     it raises fails that call as it is; any other exception fails it with INTERNAL.
     `max_metadata_entries` / `max_metadata_bytes`: what a reply's metadata block may hold
-    (a bigger one fails its call with PROTOCOL_ERROR)."""
+    (a bigger one fails its call with PROTOCOL_ERROR).
+    `compression`: ask the server for per-message zstd (docs/protocol.md, "Compression"):
+    once it accepts, requests and stream items of at least `compression_min_bytes` go
+    compressed, and its big replies come compressed. It needs the `zstandard` package
+    (`pip install corvid[zstd]`); without it the client does not ask, and works as without
+    compression (`corvid.compression_available()`)."""
 
     def __init__(
         self,
@@ -68,6 +74,9 @@ class Client:
         credentials: Credentials | None = None,
         max_metadata_entries: int = md.MAX_ENTRIES,
         max_metadata_bytes: int = md.MAX_BYTES,
+        compression: bool = False,
+        compression_min_bytes: int = 4096,
+        compression_level: int = 1,
     ) -> None:
         if write_buffer_limit < 0:
             raise ValueError("write_buffer_limit must be 0 or more")
@@ -83,6 +92,11 @@ class Client:
         self.credentials = credentials
         self.max_metadata_entries = max_metadata_entries
         self.max_metadata_bytes = max_metadata_bytes
+        self.compression = compression and cz.available()
+        self.compression_min_bytes = compression_min_bytes
+        self.compression_level = compression_level
+        # What every request's flags carry: the word that compressed replies are welcome.
+        self._request_flags = fr.FLAG_ACCEPTS_COMPRESSED if self.compression else 0
         self.pings_sent = 0
         self.server_reactors: int | None = None  # with connect(..., ask_server_reactors=True)
         self._conn: Connection | None = None
@@ -217,6 +231,18 @@ class Client:
             )
         rid = self._next_id
         self._next_id = rid + 1
+        flags = (
+            (fr.FLAG_TRACE if traced else 0) | (fr.FLAG_METADATA if block else 0) | self._request_flags
+        )
+        if traced:
+            assert trace is not None
+            body[fr.HEADER_SIZE : start] = trace.wire()
+        if conn.compress_from is not None:
+            packed = conn.compressed(body, bytes(attachment))
+            if packed is not None:
+                body, attachment = packed, b""
+                body_len = len(body) - fr.HEADER_SIZE
+                flags |= fr.FLAG_COMPRESSED
         fr.make_request(
             body,
             rid,
@@ -225,11 +251,8 @@ class Client:
             body_length=body_len,
             attachment_length=len(attachment),
             timeout_ms=0 if timeout is None else _timeout_ms(timeout),
-            flags=(fr.FLAG_TRACE if traced else 0) | (fr.FLAG_METADATA if block else 0),
+            flags=flags,
         )
-        if traced:
-            assert trace is not None
-            body[fr.HEADER_SIZE : start] = trace.wire()
         if attachment:
             # Sent as it is (a bytes object cannot change meanwhile; anything else is copied).
             conn.write(body, attachment if type(attachment) is bytes else bytes(attachment))

@@ -8,6 +8,7 @@ import asyncio
 import typing
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from . import _compression as cz
 from . import _frame as fr
 from . import _metadata as md
 from ._codec import DecodeError
@@ -73,6 +74,9 @@ class Connection(asyncio.BufferedProtocol):
         self.closed_future: asyncio.Future[None] = self.loop.create_future()
         self.heartbeat = Heartbeat(self)
         self.max_frame = client.max_frame_size
+        # Frames this large are compressed: never, until a response says the server accepts
+        # compressed requests (and only if this client asked: Client(compression=True)).
+        self.compress_from: int | None = None
         self.pong_waiter: asyncio.Future[int] | None = None  # ask_server_reactors
 
     # --- asyncio.BufferedProtocol ---
@@ -109,13 +113,21 @@ class Connection(asyncio.BufferedProtocol):
             self.fatal(f"unexpected frame type {typ} from the server")
             return False
         flags = head.flags
-        # Responses may carry call metadata; no other must-understand bit is known on what a
-        # server sends.
-        known = fr.FLAG_METADATA if typ == fr.RESPONSE else 0
+        # Responses may carry call metadata; responses and items may come compressed (when
+        # zstandard is installed); no other must-understand bit is known on what a server
+        # sends.
+        zstd = fr.FLAG_COMPRESSED if cz.available() else 0
+        known = (
+            fr.FLAG_METADATA | zstd if typ == fr.RESPONSE else zstd if typ == fr.STREAM_ITEM else 0
+        )
+        if flags & fr.FLAG_ACCEPTS_COMPRESSED and typ == fr.RESPONSE:
+            self.server_accepts_compressed()
         if flags & fr.must_understand_flags & ~known:
             why = fr.unknown_must_understand(flags, known)
             assert why is not None
             self.refuse(typ, head.request_id, why)
+        elif flags & fr.FLAG_COMPRESSED:
+            self.on_compressed(head, body, att)
         elif typ == fr.RESPONSE:
             if flags & fr.FLAG_METADATA:
                 self.on_response_with_metadata(head.request_id, head.status, body, att)
@@ -140,6 +152,46 @@ class Connection(asyncio.BufferedProtocol):
                 pw.set_result(head.reactors)
         # cancel, stream_end: nothing to do (hearing them proves the peer alive)
         return not self.closed
+
+    def server_accepts_compressed(self) -> None:
+        client = self.client
+        if client.compression and self.compress_from is None:
+            self.compress_from = max(client.compression_min_bytes, cz.HEAD_SIZE + 1)
+
+    def compressed(self, frame: bytearray, attachment: bytes) -> bytearray | None:
+        """`frame` (a header's room, then its body) with `attachment`, compressed into a new
+        frame of the same header room, when the server accepts it, it is big enough, and zstd
+        makes it smaller; else None (sent as it is)."""
+        start = self.compress_from
+        if start is None or len(frame) - fr.HEADER_SIZE + len(attachment) < start:
+            return None
+        packed = cz.deflate(
+            memoryview(frame)[fr.HEADER_SIZE :], attachment, self.client.compression_level
+        )
+        if packed is None:
+            return None
+        out = bytearray(fr.HEADER_SIZE)
+        out += packed
+        return out
+
+    def on_compressed(self, head: FrameHeader, body: memoryview, att: memoryview) -> None:
+        """A compressed response or item: inflated within max_frame_size and handled as the
+        frame it stands for; one that does not inflate to what it declares ends its call."""
+        try:
+            if len(att):
+                raise cz.CompressionError(
+                    "a compressed frame with an attachment outside its compressed payload"
+                )
+            plain_body, plain_att = cz.inflate(body, self.max_frame)
+        except cz.CompressionError as e:
+            self.refuse(head.type, head.request_id, f"bad compressed reply: {e}")
+            return
+        plain = head._replace(
+            flags=head.flags & ~fr.FLAG_COMPRESSED,
+            body_length=len(plain_body),
+            attachment_length=len(plain_att),
+        )
+        self.on_frame(plain, memoryview(plain_body), memoryview(plain_att), True)
 
     def refuse(self, typ: int, rid: int, why: str) -> None:
         """A frame with a must-understand bit we do not know: only its call or stream ends

@@ -24,6 +24,12 @@ FLAG_TRACE = 1
 # Requests and responses: the body holds a call metadata block (after a request's trace
 # context; docs/protocol.md, "Call metadata"). Must-understand.
 FLAG_METADATA = 0x08
+# Requests, responses and stream items: the payload is zstd-compressed (docs/protocol.md,
+# "Compression"). Must-understand.
+FLAG_COMPRESSED = 0x04
+# Optional: on a request, the client accepts compressed responses and items; on a response,
+# the server accepts compressed requests and items.
+FLAG_ACCEPTS_COMPRESSED = 0x10
 TRACE_CONTEXT_SIZE = 25  # what a traced request's body starts with
 # Flags bits 0-3: a receiver that does not know a set bit refuses the frame. Bits 4-7 are
 # optional: unknown ones are ignored.
@@ -171,9 +177,21 @@ def make_request(
     )
 
 
-def make_item(frame: bytearray, stream: int, body_length: int) -> None:
+def make_item(frame: bytearray, stream: int, body_length: int, flags: int = 0) -> None:
     HEADER.pack_into(
-        frame, 0, MAGIC, base_version, STREAM_ITEM, 0, 0, 0, stream, 0, body_length, 0, 0
+        frame,
+        0,
+        MAGIC,
+        version_for(flags),
+        STREAM_ITEM,
+        flags,
+        0,
+        0,
+        stream,
+        0,
+        body_length,
+        0,
+        0,
     )
 
 

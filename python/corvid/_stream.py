@@ -182,8 +182,12 @@ class StreamCall:
         body_length = cost - fr.HEADER_SIZE
         if body_length > s.conn.max_frame:
             raise RpcError(ErrorCode.MESSAGE_TOO_LARGE, "stream item over max_frame_size")
-        s.credit -= cost
-        fr.make_item(frame, s.rid, body_length)
+        s.credit -= cost  # the item's cost is its plain size, compressed or not
+        packed = s.conn.compressed(frame, b"")
+        if packed is not None:
+            frame = packed
+            body_length = len(frame) - fr.HEADER_SIZE
+        fr.make_item(frame, s.rid, body_length, fr.FLAG_COMPRESSED if packed is not None else 0)
         s.conn.write(frame)
 
     async def done_writing(self) -> None:

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "corvid/client/client_metrics.hpp"
+
 #include "../metrics/prometheus_text.hpp"
 #include <nlohmann/json.hpp>
 

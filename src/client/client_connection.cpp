@@ -54,7 +54,8 @@ client_connection::client_connection(asio::io_context& reactor, const client_con
       deadline_timer_(reactor),
       heartbeat_timer_(reactor),
       frames_(idle_read_buffer),
-      metrics_(client_metrics_access::registry(config.metrics)) {}
+      metrics_(client_metrics_access::registry(config.metrics)),
+      request_flags_(config.compression.enabled ? protocol::flag_accepts_compressed : 0) {}
 
 client_connection::~client_connection() {
   // close() and connect() end parked calls via fail_all on the reactor, which holds a
@@ -262,6 +263,7 @@ void client_connection::on_connected(std::uint64_t epoch) {
   {
     std::lock_guard lk(mutex_);
     open_.store(true, std::memory_order_release);
+    compress_from_ = static_cast<std::size_t>(-1);  // this server has not said it accepts any
     closed_reason_.clear();
     if (config_.ask_server_reactors) {
       // A ping first: the server's pong states its reactor count (docs/protocol.md, "Control
@@ -432,9 +434,11 @@ void client_connection::submit_with_metadata(call_base* call, std::uint32_t func
     const metadata* md) {
   // The header's flags, computed where they are used (a value kept across the lock costs a
   // register spill per call).
-  auto flags = [&] {
+  std::uint8_t packed = 0;  // flag_compressed once compress_locked has compressed it
+  auto flags = [&]() __attribute__((always_inline)) {
     return static_cast<std::uint8_t>((call->trace() ? protocol::flag_trace : 0) |
-                                     (md != nullptr ? protocol::flag_metadata : 0));
+                                     (md != nullptr ? protocol::flag_metadata : 0) |
+                                     request_flags_ | packed);
   };
   std::unique_lock lk(mutex_);
   // One clock read for the deadline and the metrics' start.
@@ -469,6 +473,14 @@ void client_connection::submit_with_metadata(call_base* call, std::uint32_t func
       codec::string_sink sink(p->frame);
       encode.to_string(encode.args, sink);
       body = p->frame.size() - protocol::header_size;
+      if (body + attachment.size() <= config_.max_frame_size &&
+          body + attachment.size() >= compress_from_) [[unlikely]] {
+        if (compress_parked(*p, attachment)) {  // the attachment is inside
+          packed = protocol::flag_compressed;
+          attachment = {};
+          body = p->frame.size() - protocol::header_size;
+        }
+      }
       if (body + attachment.size() <= config_.max_frame_size) {
         if (borrows(attachment.size())) {
           p->borrowed = attachment;
@@ -510,12 +522,14 @@ void client_connection::submit_with_metadata(call_base* call, std::uint32_t func
     reject(lk, call, encode_failure("the request"));
     return;
   }
-  const std::size_t body = pending_.mark() - mark - protocol::header_size;
+  std::size_t body = pending_.mark() - mark - protocol::header_size;
   if (body + attachment.size() > config_.max_frame_size) {
     pending_.rollback(mark);
     reject(lk, call, too_large(body + attachment.size()));
     return;
   }
+  if (body + attachment.size() >= compress_from_) [[unlikely]]
+    packed = compress_locked(mark, body, attachment);
   if (borrows(attachment.size())) {
     append_borrowed_locked(call, attachment);
   } else {
@@ -767,41 +781,27 @@ void client_connection::reply_role::on_partial_frame(const protocol::frame_heade
 
 frame_verdict client_connection::reply_role::on_frame(const protocol::frame_header& h,
                                                       const char* body) {
-  // A frame with no must-understand bit (nearly every one) is tested once for them all.
-  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]]
+  // A frame with no must-understand bit (nearly every one) is tested once for them all, and
+  // for the server's word that it accepts compressed requests.
+  if ((h.flags & (protocol::must_understand_flags | protocol::flag_accepts_compressed)) != 0)
+      [[unlikely]]
     return on_flagged_frame(h, body);
   return on_known_frame(h, body);
 }
 
 frame_verdict client_connection::reply_role::on_flagged_frame(const protocol::frame_header& h,
                                                               const char* body) {
+  if ((h.flags & protocol::flag_accepts_compressed) != 0 &&
+      h.type == protocol::msg_type::response && c.request_flags_ != 0)
+    c.server_accepts_compressed();
   if (protocol::unknown_must_understand(h) != 0) {
     // A must-understand bit this build does not know for the frame: its call or stream ends with
     // protocol_error (a stream's server is told, by a cancel), a ping or pong is not acted on,
     // and the connection goes on: the frame's lengths are good.
-    call_base* call = nullptr;
-    bool deferred = false;
-    {
-      std::lock_guard lk(c.mutex_);
-      call_base* found = c.calls_.find(h.request_id);
-      const bool response = h.type == protocol::msg_type::response;
-      const bool of_stream =
-          h.type == protocol::msg_type::stream_item || h.type == protocol::msg_type::stream_credit;
-      if (found != nullptr && (response || (of_stream && found->as_stream() != nullptr))) {
-        call = c.take_call(h.request_id);
-        call_slot& slot = slot_of(*call);
-        deferred = slot.completion_deferred = slot.pinned;
-        metrics::client_recorder::ended(slot, rpc_errc::protocol_error, h.frame_size(), c.read_at_);
-        if (!response && c.config_.send_cancel && c.open_locked())
-          c.queue_control_locked(protocol::make_cancel(h.request_id));  // on_read flushes
-      }
-    }
-    if (call != nullptr) {
-      call->set_error({rpc_errc::protocol_error, protocol::describe_unknown_must_understand(h)});
-      finish_call(call, deferred);
-    }
+    fail_frame_call(h, {rpc_errc::protocol_error, protocol::describe_unknown_must_understand(h)});
     return frame_verdict::next;
   }
+  if ((h.flags & protocol::flag_compressed) != 0) return on_compressed_frame(h, body);
   if (h.type == protocol::msg_type::response && (h.flags & protocol::flag_metadata) != 0)
     return complete_with_metadata(h, body);
   return on_known_frame(h, body);
@@ -991,13 +991,18 @@ rpc_error client_connection::send_item(client_stream* s, const request_encoder& 
     pending_.rollback(mark);
     return encode_failure("a stream item");
   }
-  const std::size_t body = pending_.mark() - mark - protocol::header_size;
+  std::size_t body = pending_.mark() - mark - protocol::header_size;
   if (body > config_.max_frame_size) {
     pending_.rollback(mark);
     return too_large(body);
   }
-  protocol::encode_header(protocol::make_item(slot_of(*s).id, static_cast<std::uint32_t>(body)),
-                          pending_.at(mark));
+  protocol::frame_header h = protocol::make_item(slot_of(*s).id, static_cast<std::uint32_t>(body));
+  if (body >= compress_from_) [[unlikely]] {
+    std::string_view none;
+    h.flags = compress_locked(mark, body, none);
+    h.body_length = static_cast<std::uint32_t>(body);
+  }
+  protocol::encode_header(h, pending_.at(mark));
   pending_.count_frame();
   const bool kick = schedule_flush_locked();
   lk.unlock();

@@ -112,6 +112,18 @@ class client_connection : public std::enable_shared_from_this<client_connection>
            config_.coalesce_writes;
   }
   void append_borrowed_locked(call_base* call, std::string_view attachment);
+  // A request of compress_from_ bytes or more, encoded at `mark` (`body` bytes) with its
+  // attachment not yet queued: replaced by its compressed form when that is smaller. Then
+  // `body` is the compressed body's length, `attachment` empty (it is inside), and the
+  // result protocol::flag_compressed; else 0 and nothing changed.
+  [[gnu::cold, gnu::noinline]] std::uint8_t compress_locked(std::size_t mark, std::size_t& body,
+                                                            std::string_view& attachment);
+  // A reply said the server accepts compressed requests (this client asked): from now on
+  // requests of at least compression.min_bytes are compressed.
+  [[gnu::cold]] void server_accepts_compressed();
+  // The same for a parked request's frame (its header's room first, then its body, and
+  // `attachment` not yet appended).
+  [[gnu::cold, gnu::noinline]] bool compress_parked(parked_request& p, std::string_view attachment);
   // Under the caps? A request always fits an empty queue: a cap below one request's size
   // must not refuse it forever.
   bool has_room_locked(std::size_t bytes) const noexcept;
@@ -190,6 +202,14 @@ class client_connection : public std::enable_shared_from_this<client_connection>
                                                          std::string_view reply_body,
                                                          const char* attachment,
                                                          reply_metadata* md);
+    // A compressed response or stream item (protocol::flag_compressed): inflated within
+    // max_frame_size, then handled as the frame it stands for; one that does not inflate to
+    // its declared size ends its call with protocol_error.
+    [[gnu::noinline]] frame_verdict on_compressed_frame(const protocol::frame_header& h,
+                                                        const char* body);
+    // Ends the call or stream a response or stream frame `h` belongs to with `e` (a stream's
+    // server is sent a cancel); other frames are dropped. The connection goes on.
+    void fail_frame_call(const protocol::frame_header& h, rpc_error e);
     // A response carrying a metadata block (out of the common path).
     [[gnu::noinline]] frame_verdict complete_with_metadata(const protocol::frame_header& h,
                                                            const char* body);
@@ -249,6 +269,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   metrics::client_recorder metrics_;
 
   std::atomic<std::uint32_t> server_reactors_{0};  // server_reactors()
+  // What every request's flags carry: flag_accepts_compressed with config_.compression on.
+  const std::uint8_t request_flags_;
+  std::string inflated_;  // a compressed reply's payload, while it is handled (reactor thread)
 
   // Shared state, under mutex_.
   mutable std::mutex mutex_;
@@ -268,6 +291,9 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   std::uint64_t written_seq_ = 0;           // calls up to this seq were handed to a write
   deadline_list deadlines_;                 // timed calls, queued or parked
   parked_queue parked_;                     // waiting for room, oldest first
+  // Requests this large are compressed: never, until a reply of this connection says the
+  // server accepts compressed requests (then config_.compression.min_bytes).
+  std::size_t compress_from_ = static_cast<std::size_t>(-1);
 };
 
 }  // namespace corvid::detail

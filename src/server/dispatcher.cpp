@@ -3,11 +3,14 @@
 #include "dispatcher.hpp"
 
 #include <cstdio>
+#include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "corvid/server/request_context.hpp"
 
+#include "../protocol/compression.hpp"
 #include "../protocol/metadata_block.hpp"
 #include "../protocol/trace_prefix.hpp"
 #include "method_limit.hpp"
@@ -57,22 +60,10 @@ bool dispatcher::act_on(verdict v, const protocol::frame_header& h, const char* 
   return false;
 }
 
-bool dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
-                          const handler_entry* entry) {
-  request_view req{h.request_id, h.function_id, h.signature,
-                   std::string_view(payload, h.body_length),
-                   std::string_view(payload + h.body_length, h.attachment_length)};
+[[gnu::always_inline]] inline bool dispatcher::run(const protocol::frame_header& h,
+                                                   request_view& req, const handler_entry* entry) {
   server_connection& c = c_;
   metrics::call_recorder& metrics = c.metrics_;
-  metrics.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method, h.request_id,
-                h.payload_size(), arrived_);
-  // 1. What the frame's flags say about its body (the trace context before the arguments).
-  if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
-    if (!read_flags(h, req)) {
-      metrics.end_dispatch();
-      return true;
-    }
-  }
   // 2. The caller's deadline: requests queued behind slow work, whose caller has given up,
   // do not run.
   if (h.timeout_ms != 0) {
@@ -120,6 +111,44 @@ bool dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
   return true;
 }
 
+bool dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
+                          const handler_entry* entry) {
+  request_view req{h.request_id, h.function_id, h.signature,
+                   std::string_view(payload, h.body_length),
+                   std::string_view(payload + h.body_length, h.attachment_length)};
+  c_.metrics_.begin(entry != nullptr ? entry->index : metrics::call_recorder::no_method,
+                    h.request_id, h.payload_size(), arrived_);
+  // 1. What the frame's flags say about its body (compressed, a trace context or metadata
+  // before the arguments), and about its caller (it accepts compressed replies). One test for
+  // the requests that set none.
+  if ((h.flags & (protocol::must_understand_flags | protocol::flag_accepts_compressed)) != 0)
+      [[unlikely]]
+    return dispatch_flagged(h, req, entry);
+  return run(h, req, entry);
+}
+
+bool dispatcher::dispatch_flagged(const protocol::frame_header& h, request_view& req,
+                                  const handler_entry* entry) {
+  bool done = true;
+  if (read_flags(h, req)) {
+    // Only a request the server accepts speaks for its client (a refused one may be garbage).
+    if ((h.flags & protocol::flag_accepts_compressed) != 0) c_.writer().peer_accepts_compressed();
+    done = run(h, req, entry);
+  } else {
+    c_.metrics_.end_dispatch();
+  }
+  if (inflated_charge_ != 0) {
+    // The call copied what it keeps (a coroutine's request copy is charged on its own).
+    c_.mem().call_done(std::exchange(inflated_charge_, 0));
+    if (inflated_.capacity() > 64 * 1024) {
+      inflated_ = std::string();
+    } else {
+      inflated_.clear();
+    }
+  }
+  return done;
+}
+
 void dispatcher::invoke(const handler_entry& entry, const request_view& req) {
   entry.invoke(entry.object, c_, c_, c_, req);
 }
@@ -152,6 +181,9 @@ bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) 
                             protocol::describe_unknown_must_understand(h));
     return false;
   }
+  if ((h.flags & protocol::flag_compressed) != 0) {
+    if (!inflate(h, req)) return false;
+  }
   if ((h.flags & protocol::flag_trace) != 0) {
     if (req.body.size() < protocol::trace_prefix_size) {
       c_.writer().reply_error(
@@ -181,6 +213,51 @@ bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) 
     req.metadata = &metadata_;
     req.body.remove_prefix(md.consumed);
   }
+  return true;
+}
+
+bool dispatcher::inflate(const protocol::frame_header& h, request_view& req) {
+  const std::uint32_t max_frame = c_.core_.config.max_frame_size;
+  if (h.attachment_length != 0) {
+    c_.writer().reply_error(h.request_id, rpc_errc::bad_request,
+                            "a compressed request carries its attachment inside its body "
+                            "(attachment length must be 0)");
+    return false;
+  }
+  const std::optional<protocol::inflated_sizes> sizes = protocol::read_inflated_sizes(req.body);
+  if (!sizes) {
+    c_.writer().reply_error(h.request_id, rpc_errc::bad_request,
+                            "a compressed request shorter than its 8-byte head");
+    return false;
+  }
+  // The declared size, checked and charged before a byte is allocated: a small frame that
+  // claims to inflate past the limits is refused from its head alone.
+  if (sizes->total() > max_frame) {
+    c_.writer().reply_error(h.request_id, rpc_errc::message_too_large,
+                            "a compressed request declares " + std::to_string(sizes->total()) +
+                                " bytes inflated, over max_frame_size " +
+                                std::to_string(max_frame));
+    return false;
+  }
+  if (!c_.mem().hold(sizes->total())) {
+    c_.writer().reply_error(h.request_id, rpc_errc::server_busy,
+                            "no memory to inflate a compressed request of " +
+                                std::to_string(sizes->total()) + " bytes");
+    return false;
+  }
+  inflated_charge_ = sizes->total();
+  std::string why;
+  try {
+    why = protocol::inflate(req.body, inflated_);
+  } catch (const std::bad_alloc&) {
+    why = "out of memory inflating a compressed request";
+  }
+  if (!why.empty()) {
+    c_.writer().reply_error(h.request_id, rpc_errc::bad_request, why);
+    return false;
+  }
+  req.body = std::string_view(inflated_).substr(0, sizes->body);
+  req.attachment = std::string_view(inflated_).substr(sizes->body, sizes->attachment);
   return true;
 }
 

@@ -6,7 +6,9 @@
 // (an interceptor) is one more such step, in `dispatch`, after the method is known and
 // before its limit is taken. Reactor thread only.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "corvid/call_metadata.hpp"
 #include "corvid/protocol/frame_header.hpp"
@@ -55,22 +57,36 @@ class dispatcher {
   // False: an asynchronous interceptor is deciding on the request, and the connection is
   // paused with it unconsumed (it is dispatched again when the decision is in).
   bool dispatch(const protocol::frame_header& h, const char* payload, const handler_entry* entry);
-  // A request with must-understand flag bits: takes the trace context off its body
-  // (protocol::flag_trace). False when a bit is unknown, or the body is too short for a trace
-  // context: the request is answered bad_request, before anything else reads its body.
-  [[gnu::cold, gnu::noinline]] bool read_flags(const protocol::frame_header& h, request_view& req);
+  // Steps 2-5 of dispatch (deadline, method, interceptors, limit and handler), for a request
+  // whose flags have been read.
+  bool run(const protocol::frame_header& h, request_view& req, const handler_entry* entry);
+  // dispatch for a request with flag bits set (must-understand or flag_accepts_compressed):
+  // reads them (read_flags), runs it, then frees its inflated copy if it had one.
+  [[gnu::cold, gnu::noinline]] bool dispatch_flagged(const protocol::frame_header& h,
+                                                     request_view& req, const handler_entry* entry);
+  // Inflates a compressed request (protocol::flag_compressed) and takes the trace context and
+  // the metadata block off its body (flag_trace, flag_metadata). False when a bit is unknown,
+  // or what a bit announces is not there or over a limit: the request has then been
+  // answered, before anything else reads its body.
+  bool read_flags(const protocol::frame_header& h, request_view& req);
+  // A compressed request's payload, inflated into inflated_ (its declared size checked
+  // against max_frame_size and charged to the connection's call memory first); `req` then
+  // views it. False: answered (bad_request, message_too_large or server_busy).
+  bool inflate(const protocol::frame_header& h, request_view& req);
   // For a method with a set_method_limit: refused at the limit, otherwise holds a place in
   // it until the call ends (handed to the call's context if it outlives dispatch).
   [[gnu::noinline]] void invoke_limited(const handler_entry& entry, const request_view& req);
   void invoke(const handler_entry& entry, const request_view& req);
 
   server_connection& c_;
-  time_point arrived_{};           // when the batch being dispatched was read
-  trace_context caller_trace_;     // the request being dispatched's, while it is
-  metadata_view metadata_;         // likewise its call metadata (request_view points to it)
-  method_limit* limit_ = nullptr;  // the limit invoke_limited holds for the call starting
-  blocking_lane lane_;             // its blocking calls waiting for a worker (the pool's)
-  call_check checks_;              // the server's interceptors' verdicts on its requests
+  time_point arrived_{};             // when the batch being dispatched was read
+  trace_context caller_trace_;       // the request being dispatched's, while it is
+  metadata_view metadata_;           // likewise its call metadata (request_view points to it)
+  std::string inflated_;             // likewise its inflated payload, when it came compressed
+  std::size_t inflated_charge_ = 0;  // ... charged to the call memory until it is dispatched
+  method_limit* limit_ = nullptr;    // the limit invoke_limited holds for the call starting
+  blocking_lane lane_;               // its blocking calls waiting for a worker (the pool's)
+  call_check checks_;                // the server's interceptors' verdicts on its requests
   bool served_ = false;
   const bool intercepted_;  // the server has interceptors (fixed at start)
 };

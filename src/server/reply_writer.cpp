@@ -2,12 +2,15 @@
 // and queued, and the write that carries them. docs/architecture.md, "Admission".
 #include "reply_writer.hpp"
 
+#include <algorithm>
+#include <new>
 #include <stdexcept>
 #include <string>
 
 #include "corvid/codec/codec.hpp"
 #include "corvid/server/request_context.hpp"
 
+#include "../protocol/compression.hpp"
 #include "../runtime/asio_all.hpp"
 #include "server_connection.hpp"
 #include "server_core.hpp"
@@ -75,9 +78,12 @@ void reply_writer::end_reply(request_context* ctx, std::uint8_t flags) {
   using access = request_context_access;
   const bool owned = ctx != nullptr && access::attachment_owned(*ctx);
   const std::size_t attachment = ctx == nullptr ? 0 : access::attachment_size(*ctx);
+  if (body + attachment >= compress_from_) [[unlikely]] {
+    if (compress_reply(ctx, flags, body, attachment)) return;
+  }
   protocol::frame_header h = protocol::make_response(id_, static_cast<std::uint32_t>(body),
                                                      static_cast<std::uint32_t>(attachment));
-  h.flags = flags;
+  h.flags = flags | reply_flags_;
   if (owned) {
     pending_.append_owned(access::take_owned_attachment(*ctx));
   } else if (ctx != nullptr) {
@@ -89,6 +95,49 @@ void reply_writer::end_reply(request_context* ctx, std::uint8_t flags) {
   frame_queued();
   if (observing_) [[unlikely]]
     conn().dispatch_.checks().ended(id_, rpc_errc::ok);
+}
+
+void reply_writer::peer_accepts_compressed() noexcept {
+  const compression_config& cfg = conn().core_.config.compression;
+  if (!cfg.enabled || reply_flags_ != 0) return;
+  reply_flags_ = protocol::flag_accepts_compressed;
+  compress_from_ = std::max<std::size_t>(cfg.min_bytes, protocol::compressed_head_size + 1);
+}
+
+bool reply_writer::compress_reply(request_context* ctx, std::uint8_t flags, std::size_t body,
+                                  std::size_t attachment) {
+  using access = request_context_access;
+  // The compressed copy is charged before it is made, as the reply was; refused, the reply
+  // goes as it is.
+  if (!conn().mem().reserve_reply(protocol::deflate_bound(body + attachment), queued_bytes()))
+    return false;
+  const std::string_view plain_body(pending_.at(mark_ + protocol::header_size), body);
+  std::string_view plain_attachment;
+  if (ctx != nullptr) {
+    plain_attachment = access::attachment_owned(*ctx) ? access::owned_attachment_view(*ctx)
+                                                      : access::attachment_view(*ctx);
+  }
+  std::string packed;
+  try {
+    if (!protocol::deflate(plain_body, plain_attachment, conn().core_.config.compression.level,
+                           packed))
+      return false;  // it would not be smaller
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  if (ctx != nullptr && access::attachment_owned(*ctx)) (void)access::take_owned_attachment(*ctx);
+  pending_.rollback(mark_ + protocol::header_size);
+  pending_.append(packed);
+  protocol::frame_header h =
+      protocol::make_response(id_, static_cast<std::uint32_t>(packed.size()), 0);
+  h.flags = flags | reply_flags_ | protocol::flag_compressed;
+  protocol::encode_header(h, pending_.at(mark_));
+  conn().metrics_.reply(conn().call_metrics(id_), protocol::header_size + packed.size());
+  open_ = false;
+  frame_queued();
+  if (observing_) [[unlikely]]
+    conn().dispatch_.checks().ended(id_, rpc_errc::ok);
+  return true;
 }
 
 void reply_writer::reply_error(std::uint64_t request_id, rpc_errc code, std::string_view message) {
@@ -141,7 +190,25 @@ outbound_queue* reply_writer::begin_item(std::uint64_t request_id, std::size_t f
 void reply_writer::end_item(std::size_t owned_bytes) {
   const auto body =
       static_cast<std::uint32_t>(pending_.mark() - mark_ - protocol::header_size + owned_bytes);
-  protocol::encode_header(protocol::make_item(id_, body), pending_.at(mark_));
+  protocol::frame_header h = protocol::make_item(id_, body);
+  // Items the queue holds whole (not moved or lent in as their own segment) are compressed
+  // like replies.
+  if (owned_bytes == 0 && body >= compress_from_) [[unlikely]] {
+    std::string packed;
+    try {
+      if (conn().mem().reserve_reply(protocol::deflate_bound(body), queued_bytes()) &&
+          protocol::deflate(std::string_view(pending_.at(mark_ + protocol::header_size), body), {},
+                            conn().core_.config.compression.level, packed)) {
+        pending_.rollback(mark_ + protocol::header_size);
+        pending_.append(packed);
+        h.body_length = static_cast<std::uint32_t>(packed.size());
+        h.flags = protocol::flag_compressed;
+      }
+    } catch (const std::bad_alloc&) {
+      // sent as it is
+    }
+  }
+  protocol::encode_header(h, pending_.at(mark_));
   open_ = false;
   frame_queued();
 }

@@ -67,6 +67,10 @@ class reply_writer : public reply_sink {
   // and error reply tells the connection's call_check which call ended.
   void observe_ends(bool on) noexcept { observing_ = on; }
   bool observes_ends() const noexcept { return observing_; }
+  // The client said it accepts compressed frames (protocol::flag_accepts_compressed on a
+  // request): with the server's compression on, replies of at least its min_bytes are
+  // compressed from now on, and every reply says the server accepts them too.
+  void peer_accepts_compressed() noexcept;
 
  protected:
   // `frames` is the connection's member, not yet constructed: only its address is kept.
@@ -79,6 +83,10 @@ class reply_writer : public reply_sink {
   // credit back and tries again; false = refused, and the error reply saying why is queued.
   [[gnu::cold, gnu::noinline]] bool retry_reply(std::uint64_t request_id, std::size_t frame_bytes);
   void frame_queued();
+  // end_reply for a reply of compress_from_ bytes or more: true when it went compressed
+  // (and is queued), false to queue it as it is.
+  [[gnu::cold, gnu::noinline]] bool compress_reply(request_context* ctx, std::uint8_t flags,
+                                                   std::size_t body, std::size_t attachment);
   void write_each();  // coalesce_writes off: one blocking write per frame
   void on_write(const std::error_code& ec, std::size_t n);
 
@@ -90,6 +98,9 @@ class reply_writer : public reply_sink {
   bool writing_ = false;
   bool holding_ = false;    // registered with server_memory::add_holder
   bool observing_ = false;  // observe_ends
+  // Until the peer accepts compression, no reply is big enough (one compare per reply).
+  std::size_t compress_from_ = static_cast<std::size_t>(-1);
+  std::uint8_t reply_flags_ = 0;  // flag_accepts_compressed once negotiated
 };
 
 }  // namespace corvid::detail

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include "corvid/client/client_metrics.hpp"
+
 #include "../admin/admin_auth.hpp"
 #include "../admin/admin_listener.hpp"
 #include "../discovery/server_presence.hpp"

@@ -5,12 +5,15 @@
 #include "server_connection.hpp"
 
 #include <algorithm>
+#include <new>
+#include <optional>
 #include <string>
 
 #include "corvid/detail/stream_link.hpp"
 #include "corvid/server/request_context.hpp"
 #include "corvid/trace/span.hpp"
 
+#include "../protocol/compression.hpp"
 #include "../runtime/asio_all.hpp"
 #include "method_limit.hpp"
 #include "server_core.hpp"
@@ -215,8 +218,10 @@ bool server_connection::on_stream_frame(const protocol::frame_header& h, const c
   stream_link* link = ctx == nullptr ? nullptr : request_context_access::stream(*ctx);
   if (link == nullptr) return true;  // its stream has ended: the client learns from its reply
   if ((h.flags & protocol::must_understand_flags) != 0) [[unlikely]] {
-    // No must-understand bit of a stream frame is known: what the frame means is unknown, so
-    // the stream cannot go on (other calls can: the frame's lengths are good).
+    if (protocol::unknown_must_understand(h) == 0)
+      return on_compressed_item(h, payload, *ctx, *link);
+    // A bit this build does not know: what the frame means is unknown, so the stream cannot
+    // go on (other calls can: the frame's lengths are good).
     reply_error(h.request_id, rpc_errc::bad_request, protocol::describe_unknown_must_understand(h));
     request_context_access::cancel(*ctx);
     return true;
@@ -242,6 +247,54 @@ bool server_connection::on_stream_frame(const protocol::frame_header& h, const c
     default:  // stream_credit
       link->on_credit(h.credit);
       break;
+  }
+  return true;
+}
+
+bool server_connection::on_compressed_item(const protocol::frame_header& h, const char* payload,
+                                           request_context& ctx, stream_link& link) {
+  // The only known bit of a stream item is flag_compressed.
+  const std::string_view packed(payload, h.body_length);
+  const std::optional<protocol::inflated_sizes> sizes = protocol::read_inflated_sizes(packed);
+  std::string why;
+  rpc_errc code = rpc_errc::bad_request;
+  if (h.attachment_length != 0 || !sizes || sizes->attachment != 0) {
+    why = "a compressed stream item with an attachment, or shorter than its 8-byte head";
+  } else if (sizes->body > core_.config.max_frame_size) {
+    code = rpc_errc::message_too_large;
+    why = "a compressed stream item declares " + std::to_string(sizes->body) +
+          " bytes inflated, over max_frame_size " + std::to_string(core_.config.max_frame_size);
+  }
+  if (why.empty()) {
+    // Charged at what it inflates to, before that is allocated: the item the stream keeps,
+    // and the room it is inflated into while it is handed over.
+    if (verdict v = adm_.admit_item(protocol::stream_item_cost(sizes->body)); !v.admitted()) {
+      if (v.what == verdict::kind::pause) {
+        pause_for(v);
+        return false;
+      }
+      code = v.code;
+      why = v.message;
+    } else if (!mem().hold(sizes->body)) {
+      adm_.release(protocol::stream_item_cost(sizes->body));
+      code = rpc_errc::server_busy;
+      why = "no memory to inflate a compressed stream item of " + std::to_string(sizes->body) +
+            " bytes";
+    } else {
+      std::string item;
+      try {
+        why = protocol::inflate(packed, item);
+      } catch (const std::bad_alloc&) {
+        why = "out of memory inflating a compressed stream item";
+      }
+      if (why.empty()) link.on_item(item);
+      mem().call_done(sizes->body);
+      if (!why.empty()) adm_.release(protocol::stream_item_cost(sizes->body));
+    }
+  }
+  if (!why.empty()) {
+    reply_error(h.request_id, code, why);
+    request_context_access::cancel(ctx);
   }
   return true;
 }

@@ -139,6 +139,10 @@ class server_connection final : public reply_writer, public call_budget, public 
   // stream has ended). An item is charged to the running calls' memory before it is
   // copied; false = no memory for it now (the batch pauses, like a request's).
   bool on_stream_frame(const protocol::frame_header& h, const char* payload);
+  // A compressed stream item (protocol::flag_compressed): charged at its declared size,
+  // inflated, and given to its stream like any item. False: paused for memory.
+  [[gnu::cold]] bool on_compressed_item(const protocol::frame_header& h, const char* payload,
+                                        request_context& ctx, stream_link& link);
   // cancel, ping and pong frames.
   void on_control(const protocol::frame_header& h);
   void cancel_running(std::uint64_t request_id);

@@ -159,11 +159,15 @@ TEST(lb_retry, the_budget_holds_back_hedges_while_most_calls_fail) {
   corvid::lb_config cfg;
   cfg.follow_health = false;
   cfg.retry.budget.max_tokens = 2;
+  // A delay far longer than a refusal takes: a call sent to b first is refused before its
+  // hedge is due (with no delay, a's answer to an immediate hedge could beat b's refusal in
+  // every call under load, so no refusal would ever reach the budget).
   cfg.methods.set<&work>(
-      {.idempotent = true, .hedging = corvid::hedging_policy{.max_copies = 2, .delay = 0ms}});
+      {.idempotent = true, .hedging = corvid::hedging_policy{.max_copies = 2, .delay = 200ms}});
   auto lb = corvid::load_balancer::create({{fleet::endpoint(*f.a)}, {fleet::endpoint(*f.b)}}, cfg);
-  // Refusals drain the budget (each takes a token); a hedge then goes only while more than
-  // half of it is left, so most calls send no second copy.
+  // Refusals drain the budget (each takes a token); the copy that follows a refusal is a
+  // hedge, and goes only while more than half of the budget is left, so most calls sent to b
+  // first send no second copy and end refused.
   const outcome o = make_calls<work>(*lb, 100);
   const auto s = lb->balancer_stats();
   EXPECT_GT(s.hedges_throttled, 0u);

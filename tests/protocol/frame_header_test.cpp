@@ -172,14 +172,16 @@ TEST(FrameHeader, VersionByteFollowsTheMustUnderstandBits) {
   }
 }
 
-// Per kind: a request knows trace (0x01) and metadata (0x08), a response metadata; every
-// other bit 0-3, and every bit of another kind, is unknown. Bits 4-7 are never refused.
+// Per kind: a request knows trace (0x01), compression (0x04) and metadata (0x08), a response
+// compression and metadata, a stream item compression; every other bit 0-3, and every bit of
+// another kind, is unknown. Bits 4-7 are never refused.
 TEST(FrameHeader, UnknownMustUnderstandBitsByKind) {
   for (std::uint8_t t = 1; t <= max_msg_type; ++t) {
     const auto type = static_cast<msg_type>(t);
-    const std::uint8_t known = type == msg_type::request    ? 0x09
-                               : type == msg_type::response ? 0x08
-                                                            : 0x00;
+    const std::uint8_t known = type == msg_type::request       ? 0x0D
+                               : type == msg_type::response    ? 0x0C
+                               : type == msg_type::stream_item ? 0x04
+                                                               : 0x00;
     EXPECT_EQ(known_must_understand(type), known);
     for (unsigned f = 0; f <= 0xff; ++f) {
       const frame_header h{.type = type, .flags = static_cast<std::uint8_t>(f)};
@@ -192,8 +194,8 @@ TEST(FrameHeader, UnknownMustUnderstandBitsByKind) {
 TEST(FrameHeader, DescribesTheLowestUnknownBit) {
   EXPECT_EQ(describe_unknown_must_understand({.type = msg_type::request, .flags = 0x03}),
             "unknown must-understand flag bit 0x02 (flags 0x03)");
-  EXPECT_EQ(describe_unknown_must_understand({.type = msg_type::request, .flags = 0xfd}),
-            "unknown must-understand flag bit 0x04 (flags 0xfd)");
+  EXPECT_EQ(describe_unknown_must_understand({.type = msg_type::stream_item, .flags = 0xfc}),
+            "unknown must-understand flag bit 0x08 (flags 0xfc)");
   EXPECT_EQ(describe_unknown_must_understand({.type = msg_type::response, .flags = 0x09}),
             "unknown must-understand flag bit 0x01 (flags 0x09)");
 }

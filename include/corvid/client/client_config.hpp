@@ -8,6 +8,7 @@
 
 #include "corvid/client/client_metrics.hpp"
 #include "corvid/client/method_config.hpp"
+#include "corvid/compression.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/runtime/tls_config.hpp"
 
@@ -37,6 +38,10 @@ struct client_config {
   // keep the attachment alive until the call is awaited (an async_reply dropped unawaited,
   // or a client closed, does not wait for the write that reads it).
   std::size_t zero_copy_threshold = 64 * 1024;
+  // Per-message zstd (corvid/compression.hpp): off by default. On, every request says this
+  // client accepts compressed replies and stream items; once a reply says the server accepts
+  // them too, requests of at least min_bytes go compressed (when that makes them smaller).
+  compression_config compression;
   // Bytes of items one stream's server may send ahead of this client's reading (its credit
   // window), and so what the client buffers per stream. The server starts every stream with
   // 256 KiB (about one bandwidth-delay product on loopback); a larger window is granted with

@@ -45,8 +45,16 @@ inline constexpr std::uint8_t must_understand_flags = 0x0F;
 // context"). Must-understand.
 inline constexpr std::uint8_t flag_trace = 0x01;
 // Requests and responses: the body holds a call metadata block (after the trace context, if
-// any; docs/protocol.md, "Call metadata"). Must-understand. Bit 3: bits 1 and 2 are unassigned.
+// any; docs/protocol.md, "Call metadata"). Must-understand.
 inline constexpr std::uint8_t flag_metadata = 0x08;
+// Requests, responses and stream items: the payload is zstd-compressed (docs/protocol.md,
+// "Compression"); what it inflates to is the frame as it would have been sent without the bit.
+// Must-understand. Bit 1 is unassigned.
+inline constexpr std::uint8_t flag_compressed = 0x04;
+// Requests: the sender accepts compressed responses and stream items; responses: the sender
+// accepts compressed requests and stream items. Optional (bit 4): a peer that does not know it
+// ignores it and is never sent a compressed frame.
+inline constexpr std::uint8_t flag_accepts_compressed = 0x10;
 // Bytes a stream's server may send before the client grants any (the client's window starts
 // there; a client with a larger one grants the rest as it reads).
 inline constexpr std::uint32_t initial_stream_credit = 256u << 10;
@@ -92,9 +100,11 @@ CORVID_API std::string_view to_string(header_errc e) noexcept;
 constexpr std::uint8_t known_must_understand(msg_type type) noexcept {
   switch (type) {
     case msg_type::request:
-      return flag_trace | flag_metadata;
+      return flag_trace | flag_metadata | flag_compressed;
     case msg_type::response:
-      return flag_metadata;
+      return flag_metadata | flag_compressed;
+    case msg_type::stream_item:
+      return flag_compressed;
     default:
       return 0;
   }

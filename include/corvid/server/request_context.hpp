@@ -207,6 +207,9 @@ struct request_context_access {
     return c.has_owned_ ? c.owned_.size() : c.view_.size();
   }
   static std::string_view attachment_view(const request_context& c) noexcept { return c.view_; }
+  static std::string_view owned_attachment_view(const request_context& c) noexcept {
+    return c.owned_;
+  }
   static void cancel(request_context& c) noexcept { c.cancel(); }
   // A cancel frame or close reached the call (cancelled() may also report a deadline).
   static bool cancel_requested(const request_context& c) noexcept {

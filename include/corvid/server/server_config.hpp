@@ -7,13 +7,15 @@
 #include <string>
 #include <thread>
 
-#include "corvid/client/client_metrics.hpp"
+#include "corvid/compression.hpp"
 #include "corvid/memory/memory_limit.hpp"
 #include "corvid/protocol/frame_header.hpp"
 #include "corvid/runtime/cpu_budget.hpp"
 #include "corvid/trace/span.hpp"
 
 namespace corvid {
+
+class client_metrics;  // corvid/client/client_metrics.hpp: set one to show it on /metrics
 
 struct server_config {
   // Listen address: an IP ("0.0.0.0", "::") or "unix:/path/to.sock" for a Unix-domain socket.
@@ -113,6 +115,9 @@ struct server_config {
   // Write coalescing: replies queued while a write is in flight leave together in one
   // gather write. Off = one frame per write syscall (the baseline the benchmark compares).
   bool coalesce_writes = true;
+  // Per-message zstd (corvid/compression.hpp): on by default, it compresses only for clients
+  // that ask (client_config::compression). Compressed requests are accepted either way.
+  compression_config compression{.enabled = true};
   // Blocking handlers (rpc_server::register_blocking_handler) run on this many worker
   // threads, created at start only if such a handler is registered. Calls waiting for a
   // worker queue in front of them, up to worker_queue_length calls and worker_queue_bytes of
