@@ -134,6 +134,14 @@ class Client:
         return self._conn.close_error
 
     # --- calls ---
+    def _may_compress(self, name: str, compress: bool | None) -> bool:
+        """Whether a call's request may go compressed: its own `compress=`, else its
+        method's (MethodConfig), else yes."""
+        if compress is not None:
+            return compress
+        methods = self.methods
+        return methods is None or methods.resolve(name).compress is not False
+
     def _default_timeout(self, name: str) -> float | None:
         """The deadline of a call made without one: its method's, else request_timeout."""
         methods = self.methods
@@ -198,6 +206,7 @@ class Client:
         attachment: bytes,
         trace: TraceContext | None,
         block: bytes = b"",
+        compress: bool | None = None,
     ) -> tuple[Connection, int, float | None]:
         """Encodes and queues the request frame (`block`: its metadata block, b"" for none);
         returns the connection, id and timeout."""
@@ -237,7 +246,7 @@ class Client:
         if traced:
             assert trace is not None
             body[fr.HEADER_SIZE : start] = trace.wire()
-        if conn.compress_from is not None:
+        if conn.compress_from is not None and self._may_compress(fn.name, compress):
             packed = conn.compressed(body, bytes(attachment))
             if packed is not None:
                 body, attachment = packed, b""
@@ -268,16 +277,17 @@ class Client:
         attachment: bytes = b"",
         trace: TraceContext | None = None,
         metadata: md.MetadataArg | None = None,
+        compress: bool | None = None,
     ) -> asyncio.Future[R]:
         """Sends the request now (pipelined: it does not wait for earlier replies) and returns
         a future of the result. Cancelling the future sends the server a cancel frame. With
         an asynchronous credentials hook, the request is sent once the hook returned."""
         if metadata is None and self.credentials is None:
-            return self._send(f, args, timeout, attachment, trace, False)
+            return self._send(f, args, timeout, attachment, trace, False, compress=compress)
         pairs, pending = self._metadata_now(f.name, metadata)
         if pending is None:
             block = md.encode(pairs) if pairs else b""
-            return self._send(f, args, timeout, attachment, trace, False, block)
+            return self._send(f, args, timeout, attachment, trace, False, block, compress)
         pending_pairs = pending
 
         async def later() -> R:
@@ -289,7 +299,9 @@ class Client:
                 raise _hook_failed(f.name, e) from e
             all_pairs = pairs + _hook_pairs(f.name, got)
             block = md.encode(all_pairs) if all_pairs else b""
-            result: R = await self._send(f, args, timeout, attachment, trace, False, block)
+            result: R = await self._send(
+                f, args, timeout, attachment, trace, False, block, compress
+            )
             return result
 
         return asyncio.ensure_future(later())
@@ -303,6 +315,7 @@ class Client:
         trace: TraceContext | None,
         want_reply: bool,
         block: bytes = b"",
+        compress: bool | None = None,
     ) -> asyncio.Future[Any]:
         fn = f.resolve()
         if fn.in_item is not None or fn.out_item is not None:
@@ -310,7 +323,7 @@ class Client:
                 ErrorCode.INVALID_ARGUMENT,
                 f"{fn.name} is a stream: use client.stream() or client.open_stream()",
             )
-        conn, rid, timeout = self._request(fn, args, timeout, attachment, trace, block)
+        conn, rid, timeout = self._request(fn, args, timeout, attachment, trace, block, compress)
         fut: asyncio.Future[Any] = conn.loop.create_future()
         call = PendingCall(fut, fn, want_reply)
         call.on_done = functools.partial(conn.on_call_done, rid)
@@ -338,6 +351,7 @@ class Client:
         attachment: bytes = b"",
         trace: TraceContext | None = None,
         metadata: md.MetadataArg | None = None,
+        compress: bool | None = None,
     ) -> R:
         """Calls f(*args) and returns its result; raises RpcError. `timeout` (seconds) is the
         call's deadline, also sent to the server; cancelling the awaiting task sends a cancel.
@@ -348,7 +362,7 @@ class Client:
         if metadata is not None or self.credentials is not None:
             block = await self._metadata(f.name, metadata)
         timeout = await self._writable(f, timeout)
-        result: R = await self._send(f, args, timeout, attachment, trace, False, block)
+        result: R = await self._send(f, args, timeout, attachment, trace, False, block, compress)
         return result
 
     async def call_reply(
@@ -359,6 +373,7 @@ class Client:
         attachment: bytes = b"",
         trace: TraceContext | None = None,
         metadata: md.MetadataArg | None = None,
+        compress: bool | None = None,
     ) -> Reply[R]:
         """As call(), with the reply's attachment and call metadata: Reply(value, attachment,
         metadata). (An error reply's metadata is RpcError.metadata.)"""
@@ -366,7 +381,9 @@ class Client:
         if metadata is not None or self.credentials is not None:
             block = await self._metadata(f.name, metadata)
         timeout = await self._writable(f, timeout)
-        result: Reply[R] = await self._send(f, args, timeout, attachment, trace, True, block)
+        result: Reply[R] = await self._send(
+            f, args, timeout, attachment, trace, True, block, compress
+        )
         return result
 
     # --- streams ---

@@ -47,6 +47,9 @@ class MethodPolicy:
     idempotent: bool | None = None  # may run more than once
     max_attempts: int | None = None
     hedging: HedgingPolicy | None = None
+    # False: the method's requests are never compressed; True or None: as the connection's
+    # compression allows (Client(compression=True)).
+    compress: bool | None = None
 
 
 def _fail(message: str) -> NoReturn:
@@ -114,6 +117,10 @@ def _parse_entry(e: object) -> tuple[str, MethodPolicy]:
             fields["idempotent"] = v
         elif key == "max_attempts":
             fields["max_attempts"] = _count(v, "max_attempts", 1, 10)
+        elif key == "compress":
+            if not isinstance(v, bool):
+                _fail('"compress" must be true or false')
+            fields["compress"] = v
         elif key == "hedging":
             fields["hedging"] = _parse_hedging(v)
         else:
@@ -156,8 +163,9 @@ class MethodConfig:
     """Per-method settings, set in code or read from the C++ client's JSON document.
 
     The Python Client is one connection: it applies a method's `timeout` to calls made
-    without an explicit timeout, and does not retry or hedge; `idempotent`, `max_attempts`
-    and `hedging` are validated and returned by resolve() for code that acts on them."""
+    without an explicit timeout and its `compress` to calls made without `compress=`, and
+    does not retry or hedge; `idempotent`, `max_attempts` and `hedging` are validated and
+    returned by resolve() for code that acts on them."""
 
     def __init__(self) -> None:
         self._entries: dict[str, MethodPolicy] = {}
@@ -196,6 +204,7 @@ class MethodConfig:
             idempotent=_first(chain, lambda p: p.idempotent),
             max_attempts=_first(chain, lambda p: p.max_attempts),
             hedging=_first(chain, lambda p: p.hedging),
+            compress=_first(chain, lambda p: p.compress),
         )
         self._resolved[name] = out
         return out
@@ -207,8 +216,8 @@ class MethodConfig:
     @classmethod
     def parse(cls, text: str) -> MethodConfig:
         """Reads {"methods": [{"name": ..., "timeout_ms": N, "idempotent": B,
-        "max_attempts": N, "hedging": {"max_copies": N, "delay_ms": N, "delay_quantile": Q}},
-        ...]}. Unknown keys and values out of range raise ValueError: a misspelt setting must
+        "max_attempts": N, "hedging": {"max_copies": N, "delay_ms": N, "delay_quantile": Q},
+        "compress": B}, ...]}. Unknown keys and values out of range raise ValueError: a misspelt setting must
         not be ignored silently."""
         # A byte order mark in front is skipped, as the C++ parser does.
         text = text.removeprefix("\ufeff")

@@ -138,3 +138,37 @@ def test_without_zstandard_the_client_does_not_ask(monkeypatch: pytest.MonkeyPat
             await c.close()
 
     run(main())
+
+
+def test_a_method_or_a_call_may_say_no(server: Server) -> None:
+    async def main() -> None:
+        methods = corvid.MethodConfig().set("echo", corvid.MethodPolicy(compress=False))
+        assert corvid.MethodConfig.parse(
+            '{"methods": [{"name": "echo", "compress": false}]}'
+        ).resolve("echo").compress is False
+        with pytest.raises(ValueError, match='"compress" must be true or false'):
+            corvid.MethodConfig.parse('{"methods": [{"name": "echo", "compress": 1}]}')
+        async with await corvid.connect(
+            server.endpoint, compression=True, methods=methods
+        ) as c:
+            assert await c.call(peer.echo, "hi") == "hi"
+            conn = c._conn
+            assert conn is not None
+            text = json_like(64 * 1024)
+            sent: list[int] = []
+            write = conn.write
+
+            def counting(*parts: bytes | bytearray) -> None:
+                sent.append(sum(map(len, parts)))
+                write(*parts)
+
+            conn.write = counting  # type: ignore[method-assign]
+            assert await c.call(peer.echo, text) == text  # the method says no
+            assert await c.call(peer.echo, text, compress=True) == text  # the call says yes
+            assert await c.call(peer.echo_blob, text.encode()) == text.encode()  # no entry
+            assert await c.call(peer.echo_blob, text.encode(), compress=False) == text.encode()
+            big, small, small2, big2 = sent
+            assert big > len(text) and big2 > len(text)
+            assert small < len(text) // 4 and small2 < len(text) // 4
+
+    run(main())

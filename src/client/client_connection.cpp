@@ -413,25 +413,26 @@ void client_connection::fail_all(rpc_error e) {
 void client_connection::submit(call_base* call, std::uint32_t function_id, std::string_view name,
                                std::uint16_t signature, std::string_view attachment,
                                std::chrono::milliseconds timeout, const request_encoder& encode) {
-  submit_impl(call, function_id, name, signature, attachment, timeout, encode, nullptr);
+  submit_impl(call, function_id, name, signature, attachment, timeout, encode, nullptr, true);
 }
 
 void client_connection::submit_with_metadata(call_base* call, std::uint32_t function_id,
                                              std::string_view name, std::uint16_t signature,
                                              std::string_view attachment,
                                              std::chrono::milliseconds timeout,
-                                             const request_encoder& encode, const metadata* md) {
+                                             const request_encoder& encode, const metadata* md,
+                                             bool compress) {
   // Empty: no block, no flag, the request is what it was without metadata.
   if (md != nullptr && md->empty()) md = nullptr;
-  submit_impl(call, function_id, name, signature, attachment, timeout, encode, md);
+  submit_impl(call, function_id, name, signature, attachment, timeout, encode, md, compress);
 }
 
-// Both entries' body, inlined into each: in submit() `md` is a constant null, so a call
-// without metadata tests nothing for it.
+// Both entries' body, inlined into each: in submit() `md` is a constant null and `compress`
+// true, so a call without metadata tests nothing for them.
 [[gnu::always_inline]] inline void client_connection::submit_impl(
     call_base* call, std::uint32_t function_id, std::string_view name, std::uint16_t signature,
     std::string_view attachment, std::chrono::milliseconds timeout, const request_encoder& encode,
-    const metadata* md) {
+    const metadata* md, bool compress) {
   // The header's flags, computed where they are used (a value kept across the lock costs a
   // register spill per call).
   std::uint8_t packed = 0;  // flag_compressed once compress_locked has compressed it
@@ -473,7 +474,7 @@ void client_connection::submit_with_metadata(call_base* call, std::uint32_t func
       codec::string_sink sink(p->frame);
       encode.to_string(encode.args, sink);
       body = p->frame.size() - protocol::header_size;
-      if (body + attachment.size() <= config_.max_frame_size &&
+      if (compress && body + attachment.size() <= config_.max_frame_size &&
           body + attachment.size() >= compress_from_) [[unlikely]] {
         if (compress_parked(*p, attachment)) {  // the attachment is inside
           packed = protocol::flag_compressed;
@@ -528,7 +529,7 @@ void client_connection::submit_with_metadata(call_base* call, std::uint32_t func
     reject(lk, call, too_large(body + attachment.size()));
     return;
   }
-  if (body + attachment.size() >= compress_from_) [[unlikely]]
+  if (compress && body + attachment.size() >= compress_from_) [[unlikely]]
     packed = compress_locked(mark, body, attachment);
   if (borrows(attachment.size())) {
     append_borrowed_locked(call, attachment);

@@ -95,11 +95,12 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void submit(call_base* call, std::uint32_t function_id, std::string_view name,
               std::uint16_t signature, std::string_view attachment,
               std::chrono::milliseconds timeout, const request_encoder& encode);
-  // submit() with the call metadata `md` (null or empty: none), encoded before this returns.
+  // submit() with the call metadata `md` (null or empty: none), encoded before this returns;
+  // `compress` false: the request goes uncompressed whatever its size.
   void submit_with_metadata(call_base* call, std::uint32_t function_id, std::string_view name,
                             std::uint16_t signature, std::string_view attachment,
                             std::chrono::milliseconds timeout, const request_encoder& encode,
-                            const metadata* md);
+                            const metadata* md, bool compress = true);
 
  private:
   // Unlocks `lk` and ends `call` with `e` (dropping the connection's reference).
@@ -155,7 +156,7 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void submit_impl(call_base* call, std::uint32_t function_id, std::string_view name,
                    std::uint16_t signature, std::string_view attachment,
                    std::chrono::milliseconds timeout, const request_encoder& encode,
-                   const metadata* md);
+                   const metadata* md, bool compress);
   void after_submit(bool kick, bool rearm);
   std::string closed_reason_or_default() const;
   bool open_locked() const noexcept { return open_.load(std::memory_order_relaxed); }

@@ -99,6 +99,9 @@ expected<std::pair<std::string, method_policy>, std::string> parse_entry(const j
       auto n = count(v, "max_attempts", 1, 10);
       if (!n) return unexpected(n.error());
       p.max_attempts = *n;
+    } else if (key == "compress") {
+      if (!v.is_boolean()) return unexpected(std::string("\"compress\" must be true or false"));
+      p.compress = v.get<bool>();
     } else if (key == "hedging") {
       auto h = parse_hedging(v);
       if (!h) return unexpected(h.error());
@@ -147,6 +150,7 @@ method_policy method_config::resolve(std::uint32_t id, std::string_view name) co
     fill(out.idempotent, e.policy.idempotent);
     fill(out.max_attempts, e.policy.max_attempts);
     fill(out.hedging, e.policy.hedging);
+    fill(out.compress, e.policy.compress);
   }
   return out;
 }

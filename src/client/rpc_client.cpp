@@ -101,18 +101,22 @@ void rpc_client::submit(detail::call_base* call, std::uint32_t function_id, std:
 void rpc_client::submit_extended(detail::call_base* call, std::uint32_t function_id,
                                  std::string_view name, std::uint16_t signature,
                                  std::string_view attachment, std::chrono::milliseconds timeout,
-                                 const detail::request_encoder& encode,
-                                 const corvid::metadata* metadata,
-                                 corvid::metadata* reply_metadata) {
-  if (reply_metadata != nullptr) call->set_reply_metadata(reply_metadata);
-  if (timeout.count() < 0) {
-    std::optional<std::chrono::milliseconds> own;
-    if ((extensions_ & with_methods) != 0) own = config_.methods.resolve(function_id, name).timeout;
-    timeout = own ? *own : config_.request_timeout;  // method_config keeps them at least 1 ms
+                                 const detail::request_encoder& encode, const call_options& options,
+                                 bool unary) {
+  const corvid::metadata* metadata = options.metadata;
+  if (options.reply_metadata != nullptr) call->set_reply_metadata(options.reply_metadata);
+  bool compress = options.compress.value_or(true);
+  if (unary && (extensions_ & with_methods) != 0) {
+    const method_policy m = config_.methods.resolve(function_id, name);
+    // method_config keeps timeouts at least 1 ms.
+    if (timeout.count() < 0) timeout = m.timeout ? *m.timeout : config_.request_timeout;
+    if (!options.compress) compress = m.compress.value_or(true);
+  } else if (timeout.count() < 0) {
+    timeout = config_.request_timeout;
   }
   if ((extensions_ & with_interceptors) == 0) {
     conn_->submit_with_metadata(call, function_id, name, signature, attachment, timeout, encode,
-                                metadata);
+                                metadata, compress);
     return;
   }
   outgoing_call out(name, function_id);
@@ -121,7 +125,7 @@ void rpc_client::submit_extended(detail::call_base* call, std::uint32_t function
     return;
   }
   conn_->submit_with_metadata(call, function_id, name, signature, attachment, timeout, encode,
-                              out.metadata().empty() ? nullptr : &out.metadata());
+                              out.metadata().empty() ? nullptr : &out.metadata(), compress);
 }
 
 rpc_error detail::run_interceptors(

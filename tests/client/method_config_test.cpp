@@ -44,7 +44,7 @@ TEST(method_config, the_longest_namespace_wins_and_a_name_set_again_replaces_its
 TEST(method_config, parses_the_shared_json_form) {
   auto m = corvid::method_config::parse(R"({"methods": [
       {"name": "shop::get_user", "timeout_ms": 200, "idempotent": true, "max_attempts": 3,
-       "hedging": {"max_copies": 3, "delay_ms": 15, "delay_quantile": 0.95}},
+       "hedging": {"max_copies": 3, "delay_ms": 15, "delay_quantile": 0.95}, "compress": false},
       {"name": "*", "timeout_ms": 5000}]})");
   ASSERT_TRUE(m) << m.error();
   const auto p = m->resolve<&shop::get_user>();
@@ -55,8 +55,10 @@ TEST(method_config, parses_the_shared_json_form) {
   EXPECT_EQ(p.hedging->max_copies, 3u);
   EXPECT_EQ(p.hedging->delay, 15ms);
   EXPECT_DOUBLE_EQ(p.hedging->delay_quantile, 0.95);
+  EXPECT_EQ(p.compress, false);
   EXPECT_TRUE(m->uses_delay_quantile());
   EXPECT_EQ(m->resolve(0, "x").timeout, 5000ms);
+  EXPECT_FALSE(m->resolve(0, "x").compress);
 }
 
 TEST(method_config, refuses_malformed_and_misspelt_documents) {
@@ -73,6 +75,7 @@ TEST(method_config, refuses_malformed_and_misspelt_documents) {
       "{\"methods\": [{\"name\": \"f\", \"timeout_ms\": 1.5}]}",
       "{\"methods\": [{\"name\": \"f\", \"timeout_ms\": 1e30}]}",
       "{\"methods\": [{\"name\": \"f\", \"idempotent\": 1}]}",
+      "{\"methods\": [{\"name\": \"f\", \"compress\": \"yes\"}]}",
       "{\"methods\": [{\"name\": \"f\", \"max_attempts\": 0}]}",
       "{\"methods\": [{\"name\": \"f\", \"max_attempts\": 1000}]}",
       "{\"methods\": [{\"name\": \"f\", \"hedging\": {\"copies\": 2}}]}",

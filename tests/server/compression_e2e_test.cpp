@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/stream_handlers.hpp"
+#include "background_quiet.hpp"  // its pool's background work ends before the process does
 #include "protocol/compression.hpp"
 #include "protocol/frames.hpp"
 #include "raw_server.hpp"
@@ -188,6 +189,56 @@ INSTANTIATE_TEST_SUITE_P(Transports, Compression,
                                return "rdma";
                            }
                          });
+
+// A method's own compression (method_policy::compress) and a call's (call_options::compress),
+// on a plain client and through a client_pool.
+TEST(CompressionSettings, AMethodOrACallMaySayNo) {
+  corvid::rpc_server server(loopback_config());
+  server.register_handler<mirror, measure>();
+  ASSERT_FALSE(server.async_start());
+  corvid::client_config cfg;
+  cfg.compression.enabled = true;
+  cfg.methods.set<&mirror>({.compress = false});
+  corvid::rpc_client c(cfg);
+  ASSERT_FALSE(corvid::sync_wait(c.connect(endpoint(server))));
+  ASSERT_TRUE(corvid::sync_wait(c.call<measure>(std::string_view("negotiate"))));
+  const std::string text = json_like(64 * 1024);
+  // Bytes the client sends for one call made by `make`.
+  auto sent_for = [&](auto make) {
+    const auto before = c.stats().bytes_sent;
+    auto r = corvid::sync_wait(make());
+    EXPECT_TRUE(r) << r.error().message();
+    return c.stats().bytes_sent - before;
+  };
+  corvid::call_options yes, no;
+  yes.compress = true;
+  no.compress = false;
+  using with_att = corvid::expected<corvid::with_attachment<std::string>, corvid::rpc_error>;
+  using size_result = corvid::expected<corvid::with_attachment<std::uint64_t>, corvid::rpc_error>;
+  // mirror's entry says no; measure has none: compressed.
+  EXPECT_GT(sent_for([&] { return c.call<mirror>(text); }), text.size());
+  EXPECT_LT(sent_for([&] { return c.call<measure>(std::string_view(text)); }), text.size() / 4);
+  // The call's own word wins over its method's, either way.
+  EXPECT_LT(sent_for([&]() -> corvid::task<with_att> {
+              co_return co_await c.call_with<mirror>(yes, text);
+            }),
+            text.size() / 4);
+  EXPECT_GT(sent_for([&]() -> corvid::task<size_result> {
+              co_return co_await c.call_with<measure>(no, std::string_view(text));
+            }),
+            text.size());
+  // A pool's calls follow its client's settings.
+  corvid::pool_config pc;
+  pc.client = cfg;
+  auto pool = corvid::client_pool::create(endpoint(server), pc);
+  auto r = corvid::sync_wait([&]() -> corvid::task<bool> {
+    auto a = co_await pool->call<measure>(std::string_view("negotiate"));
+    auto b = co_await pool->call<mirror>(text);
+    auto d = co_await pool->call_with<mirror>(yes, text);
+    co_return a&& b&&* b == text&& d && d->value == text;
+  }());
+  EXPECT_TRUE(r);
+}
 
 // ---- the receiver against crafted frames
 

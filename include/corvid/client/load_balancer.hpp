@@ -300,6 +300,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
                                                                    Args... args) {
     const method_policy m = config_.methods.resolve<F>();
     if (!timed && m.timeout) options.timeout = *m.timeout;
+    if (!options.compress) options.compress = m.compress;
     if (hedges(m)) return without_attachment<F>(hedged<F>(*m.hedging, options, std::move(args)...));
     return without_attachment<F>(routed_with<F>(rules_of(m), options, std::move(args)...));
   }
@@ -312,6 +313,7 @@ class CORVID_API load_balancer : public std::enable_shared_from_this<load_balanc
       if (options.hedging->max_copies > 1) m.idempotent = true;
     }
     if (options.timeout.count() < 0 && m.timeout) options.timeout = *m.timeout;
+    if (!options.compress) options.compress = m.compress;
     if (hedges(m)) return hedged<F>(*m.hedging, options, std::move(args)...);
     return routed_with<F>(rules_of(m), options, std::move(args)...);
   }

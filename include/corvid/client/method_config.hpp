@@ -15,10 +15,11 @@
 //
 // A call takes each setting from the most specific entry that has it: the method's own name,
 // then the longest namespace that contains it, then "*"; a timeout given with the call
-// (call_for, call_options::timeout) overrides the method's, and call_options::hedging the
-// method's hedging. A load_balancer (lb_config::methods) applies every setting; a plain
-// rpc_client and a client_pool (client_config::methods, pool_config::client) the timeouts,
-// since one endpoint gives a call nowhere else to go again.
+// (call_for, call_options::timeout) overrides the method's, call_options::hedging the
+// method's hedging and call_options::compress its compression. A load_balancer
+// (lb_config::methods) applies every setting; a plain rpc_client and a client_pool
+// (client_config::methods, pool_config::client) the timeouts and compression, since one
+// endpoint gives a call nowhere else to go again.
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -52,6 +53,10 @@ struct method_policy {
   // that is not idempotent is only ever sent again when its request never left.
   std::optional<unsigned> max_attempts{};
   std::optional<hedging_policy> hedging{};
+  // false: this method's requests are never compressed (their payloads are compressed
+  // already, or too small to gain); true or unset: as the connection's compression allows
+  // (client_config::compression, corvid/compression.hpp).
+  std::optional<bool> compress{};
 };
 
 class CORVID_API method_config {
@@ -75,7 +80,8 @@ class CORVID_API method_config {
   bool uses_delay_quantile() const noexcept;
 
   // {"methods": [{"name": ..., "timeout_ms": N, "idempotent": B, "max_attempts": N,
-  //   "hedging": {"max_copies": N, "delay_ms": N, "delay_quantile": Q}}, ...]}. Unknown keys
+  //   "hedging": {"max_copies": N, "delay_ms": N, "delay_quantile": Q}, "compress": B}, ...]}.
+  //   Unknown keys
   // and values out of range are errors (a misspelt setting must not be ignored silently).
   static expected<method_config, std::string> parse(std::string_view json);
 

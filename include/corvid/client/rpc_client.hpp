@@ -63,6 +63,9 @@ struct call_options {
   // method's. Hedging a call (max_copies above 1) declares it safe to run more than once,
   // whatever its method's entry says; max_copies 1 turns its method's hedging off for it.
   const hedging_policy* hedging = nullptr;
+  // This call's compression, over its method's (method_policy::compress): false = its request
+  // goes uncompressed; true = as the connection allows (client_config::compression).
+  std::optional<bool> compress{};
 };
 
 // What co_await stream<F>(...) and open_stream<F>(...) yield (for pools and balancers).
@@ -259,25 +262,26 @@ class CORVID_API rpc_client {
     // settings, takes the road out of line: one test here is all a plain call pays for them.
     constexpr std::uint8_t applies = Unary ? (with_interceptors | with_methods) : with_interceptors;
     if (((extensions_ & applies) != 0) | (options.metadata != nullptr) |
-        (options.reply_metadata != nullptr)) [[unlikely]] {
+        (options.reply_metadata != nullptr) | options.compress.has_value()) [[unlikely]] {
       submit_extended(
           call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
           options.attachment,
           Unary && options.timeout.count() < 0 ? std::chrono::milliseconds(-1) : timeout,
-          detail::encoder_for(encode), options.metadata, options.reply_metadata);
+          detail::encoder_for(encode), options, Unary);
       return;
     }
     submit(call, protocol::function_id<F>(), protocol::function_name_v<F>, protocol::signature_v<F>,
            options.attachment, timeout, detail::encoder_for(encode));
   }
-  // submit() for a call with metadata (call_options::metadata, reply_metadata), through the
+  // submit() for a call with metadata (options.metadata, reply_metadata), through the
   // client's interceptors, which edit a copy of the caller's metadata (encoded in its place)
-  // or fail the call, or with a per-method timeout: `timeout` negative = none given, the
-  // method's or else request_timeout applies.
+  // or fail the call, or with per-method settings (`unary`: a call, not a stream's request)
+  // or its own compression: `timeout` negative = none given, the method's or else
+  // request_timeout applies.
   void submit_extended(detail::call_base* call, std::uint32_t function_id, std::string_view name,
                        std::uint16_t signature, std::string_view attachment,
                        std::chrono::milliseconds timeout, const detail::request_encoder& encode,
-                       const corvid::metadata* metadata, corvid::metadata* reply_metadata);
+                       const call_options& options, bool unary);
   // Ends a call that was never handed to the connection (an interceptor refused it),
   // dropping the connection's reference.
   static void fail_locally(detail::call_base* call, rpc_error e) noexcept {
