@@ -29,6 +29,14 @@ std::string mirror(corvid::request_context& ctx, std::string s) {
   return s;
 }
 
+// Its argument, the caller's tenant and whether the call was traced; the reply carries
+// metadata of its own.
+std::string tagged(corvid::request_context& ctx, std::string s) {
+  ctx.response_metadata().add("served-by", "a1");
+  return s + ":" + std::string(ctx.metadata().find("tenant").value_or("-")) + ":" +
+         (ctx.trace() != nullptr ? "traced" : "untraced");
+}
+
 // Its argument's size: a view, so decoding it allocates nothing (and charges nothing).
 std::uint64_t measure(std::string_view s) { return s.size(); }
 
@@ -64,7 +72,7 @@ class Compression : public ::testing::TestWithParam<transport> {
       c.address = "unix:" + path_;
     }
     server_ = std::make_unique<corvid::rpc_server>(c);
-    server_->register_handler<mirror>();
+    server_->register_handler<mirror, tagged>();
     corvid_test::streams::register_all(*server_);
     if (GetParam() == transport::rdma) {
       ASSERT_FALSE(server_->init_ibv(corvid_rdma_test::test_ibv()));
@@ -126,6 +134,33 @@ TEST_P(Compression, BigCallsGoCompressedBothWaysAndArriveWhole) {
   EXPECT_LT(received, 64u * 1024 / 4);
   // Small calls stay as they are, and still arrive.
   mirrored(*c, 100, 100);
+}
+
+// The trace context and both metadata blocks are inside the compressed bytes, read after
+// inflating as in any frame.
+TEST_P(Compression, MetadataAndTraceTravelInsideTheCompressedBytes) {
+  auto c = client(true);
+  mirrored(*c, 10, 0);
+  const std::string text = json_like(32 * 1024);
+  const corvid::metadata md{{"tenant", "acme"}};
+  corvid::metadata got;
+  const corvid::trace_context trace = corvid::trace_context::new_trace();
+  corvid::call_options o;
+  o.metadata = &md;
+  o.reply_metadata = &got;
+  o.trace = &trace;
+  const auto before = c->stats();
+  auto r = corvid::sync_wait(
+      [&]() -> corvid::task<
+                corvid::expected<corvid::with_attachment<std::string>, corvid::rpc_error>> {
+        co_return co_await c->call_with<tagged>(o, text);
+      }());
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->value, text + ":acme:traced");
+  EXPECT_EQ(got, (corvid::metadata{{"served-by", "a1"}}));
+  const auto after = c->stats();
+  EXPECT_LT(after.bytes_sent - before.bytes_sent, text.size() / 4);
+  EXPECT_LT(after.bytes_received - before.bytes_received, text.size() / 4);
 }
 
 TEST_P(Compression, AClientThatDoesNotAskIsNeverSentACompressedFrame) {
