@@ -73,17 +73,15 @@ bool reply_writer::retry_reply(std::uint64_t request_id, std::size_t frame_bytes
   return false;
 }
 
-void reply_writer::end_reply(request_context* ctx, std::uint8_t flags) {
+[[gnu::always_inline]] inline void reply_writer::queue_reply(request_context* ctx,
+                                                             std::uint8_t flags) {
   const std::size_t body = pending_.mark() - mark_ - protocol::header_size;
   using access = request_context_access;
   const bool owned = ctx != nullptr && access::attachment_owned(*ctx);
   const std::size_t attachment = ctx == nullptr ? 0 : access::attachment_size(*ctx);
-  if (body + attachment >= compress_from_) [[unlikely]] {
-    if (compress_reply(ctx, flags, body, attachment)) return;
-  }
   protocol::frame_header h = protocol::make_response(id_, static_cast<std::uint32_t>(body),
                                                      static_cast<std::uint32_t>(attachment));
-  h.flags = flags | reply_flags_;
+  h.flags = flags;
   if (owned) {
     pending_.append_owned(access::take_owned_attachment(*ctx));
   } else if (ctx != nullptr) {
@@ -95,6 +93,22 @@ void reply_writer::end_reply(request_context* ctx, std::uint8_t flags) {
   frame_queued();
   if (observing_) [[unlikely]]
     conn().dispatch_.checks().ended(id_, rpc_errc::ok);
+}
+
+void reply_writer::end_reply(request_context* ctx, std::uint8_t flags) {
+  // One test for a connection whose client did not ask for compression.
+  if (reply_flags_ != 0) [[unlikely]] {
+    end_negotiated_reply(ctx, flags);
+    return;
+  }
+  queue_reply(ctx, flags);
+}
+
+void reply_writer::end_negotiated_reply(request_context* ctx, std::uint8_t flags) {
+  const std::size_t body = pending_.mark() - mark_ - protocol::header_size;
+  const std::size_t attachment = ctx == nullptr ? 0 : request_context_access::attachment_size(*ctx);
+  if (body + attachment >= compress_from_ && compress_reply(ctx, flags, body, attachment)) return;
+  queue_reply(ctx, flags | reply_flags_);
 }
 
 void reply_writer::peer_accepts_compressed() noexcept {
@@ -193,7 +207,7 @@ void reply_writer::end_item(std::size_t owned_bytes) {
   protocol::frame_header h = protocol::make_item(id_, body);
   // Items the queue holds whole (not moved or lent in as their own segment) are compressed
   // like replies.
-  if (owned_bytes == 0 && body >= compress_from_) [[unlikely]] {
+  if (reply_flags_ != 0 && owned_bytes == 0 && body >= compress_from_) [[unlikely]] {
     std::string packed;
     try {
       if (conn().mem().reserve_reply(protocol::deflate_bound(body), queued_bytes()) &&

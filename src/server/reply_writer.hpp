@@ -83,8 +83,13 @@ class reply_writer : public reply_sink {
   // credit back and tries again; false = refused, and the error reply saying why is queued.
   [[gnu::cold, gnu::noinline]] bool retry_reply(std::uint64_t request_id, std::size_t frame_bytes);
   void frame_queued();
-  // end_reply for a reply of compress_from_ bytes or more: true when it went compressed
-  // (and is queued), false to queue it as it is.
+  // end_reply's body: the header written and the attachment queued behind the reply.
+  [[gnu::always_inline]] inline void queue_reply(request_context* ctx, std::uint8_t flags);
+  // end_reply on a connection whose client accepts compression: compressed from
+  // compress_from_ bytes, and saying the server accepts it too.
+  [[gnu::cold, gnu::noinline]] void end_negotiated_reply(request_context* ctx, std::uint8_t flags);
+  // A reply of compress_from_ bytes or more to a client that accepts compression: true when
+  // it went compressed (and is queued), false to queue it as it is.
   [[gnu::cold, gnu::noinline]] bool compress_reply(request_context* ctx, std::uint8_t flags,
                                                    std::size_t body, std::size_t attachment);
   void write_each();  // coalesce_writes off: one blocking write per frame
@@ -98,9 +103,10 @@ class reply_writer : public reply_sink {
   bool writing_ = false;
   bool holding_ = false;    // registered with server_memory::add_holder
   bool observing_ = false;  // observe_ends
-  // Until the peer accepts compression, no reply is big enough (one compare per reply).
+  // flag_accepts_compressed once the client asked for compression (then replies of
+  // compress_from_ bytes or more are compressed); 0 until then: one test per reply.
+  std::uint8_t reply_flags_ = 0;
   std::size_t compress_from_ = static_cast<std::size_t>(-1);
-  std::uint8_t reply_flags_ = 0;  // flag_accepts_compressed once negotiated
 };
 
 }  // namespace corvid::detail
