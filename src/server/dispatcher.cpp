@@ -138,13 +138,10 @@ bool dispatcher::dispatch_flagged(const protocol::frame_header& h, request_view&
     c_.metrics_.end_dispatch();
   }
   if (inflated_charge_ != 0) {
-    // The call copied what it keeps (a coroutine's request copy is charged on its own).
+    // The call copied what it keeps (a coroutine's request copy is charged on its own). The
+    // room goes with its charge: kept, it would be memory held for the peer uncharged.
     c_.mem().call_done(std::exchange(inflated_charge_, 0));
-    if (inflated_.capacity() > 64 * 1024) {
-      inflated_ = std::string();
-    } else {
-      inflated_.clear();
-    }
+    inflated_ = std::string();
   }
   return done;
 }
