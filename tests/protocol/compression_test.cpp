@@ -6,16 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include "compressible_text.hpp"
+
 namespace corvid::protocol {
 namespace {
 
-std::string json_like(std::size_t n) {
-  std::string s;
-  for (int i = 0; s.size() < n; ++i)
-    s += "{\"id\":" + std::to_string(i) + ",\"name\":\"item\",\"tags\":[\"a\",\"b\"]},";
-  s.resize(n);
-  return s;
-}
+using corvid::test::json_like;
 
 // Sets the declared sizes of a compressed payload (its 8-byte head).
 void declare(std::string& packed, std::uint32_t body, std::uint32_t attachment) {

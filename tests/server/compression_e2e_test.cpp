@@ -14,6 +14,7 @@
 
 #include "../support/stream_handlers.hpp"
 #include "background_quiet.hpp"  // its pool's background work ends before the process does
+#include "compressible_text.hpp"
 #include "protocol/compression.hpp"
 #include "protocol/frames.hpp"
 #include "raw_server.hpp"
@@ -40,13 +41,7 @@ std::string tagged(corvid::request_context& ctx, std::string s) {
 // Its argument's size: a view, so decoding it allocates nothing (and charges nothing).
 std::uint64_t measure(std::string_view s) { return s.size(); }
 
-std::string json_like(std::size_t n) {
-  std::string s;
-  for (int i = 0; s.size() < n; ++i)
-    s += "{\"id\":" + std::to_string(i) + ",\"name\":\"item\",\"tags\":[\"a\",\"b\"]},";
-  s.resize(n);
-  return s;
-}
+using corvid::test::json_like;
 
 }  // namespace
 
