@@ -130,19 +130,17 @@ bool dispatcher::dispatch(const protocol::frame_header& h, const char* payload,
 bool dispatcher::dispatch_flagged(const protocol::frame_header& h, request_view& req,
                                   const handler_entry* entry) {
   bool done = true;
-  if (read_flags(h, req)) {
+  inflated_payload room;  // lives until the call has copied what it keeps
+  if (read_flags(h, req, room)) {
     // Only a request the server accepts speaks for its client (a refused one may be garbage).
     if ((h.flags & protocol::flag_accepts_compressed) != 0) c_.writer().peer_accepts_compressed();
     done = run(h, req, entry);
   } else {
     c_.metrics_.end_dispatch();
   }
-  if (inflated_charge_ != 0) {
-    // The call copied what it keeps (a coroutine's request copy is charged on its own). The
-    // room goes with its charge: kept, it would be memory held for the peer uncharged.
-    c_.mem().call_done(std::exchange(inflated_charge_, 0));
-    inflated_ = std::string();
-  }
+  // The call copied what it keeps (a coroutine's request copy is charged on its own); the
+  // room is freed on return, with its charge.
+  c_.mem().call_done(room.charge);
   return done;
 }
 
@@ -170,7 +168,8 @@ void dispatcher::call_started(request_context& ctx) noexcept {
   request_context_access::limit(ctx) = std::exchange(limit_, nullptr);
 }
 
-bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) {
+bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req,
+                            inflated_payload& room) {
   // A bit this build does not know may change what the body holds (as the trace flag does):
   // refused whole, before a byte of it is read as arguments.
   if (protocol::unknown_must_understand(h) != 0) {
@@ -179,7 +178,7 @@ bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) 
     return false;
   }
   if ((h.flags & protocol::flag_compressed) != 0) {
-    if (!inflate(h, req)) return false;
+    if (!inflate(h, req, room)) return false;
   }
   if ((h.flags & protocol::flag_trace) != 0) {
     if (req.body.size() < protocol::trace_prefix_size) {
@@ -213,7 +212,8 @@ bool dispatcher::read_flags(const protocol::frame_header& h, request_view& req) 
   return true;
 }
 
-bool dispatcher::inflate(const protocol::frame_header& h, request_view& req) {
+bool dispatcher::inflate(const protocol::frame_header& h, request_view& req,
+                         inflated_payload& room) {
   const std::uint32_t max_frame = c_.core_.config.max_frame_size;
   if (h.attachment_length != 0) {
     c_.writer().reply_error(h.request_id, rpc_errc::bad_request,
@@ -242,10 +242,10 @@ bool dispatcher::inflate(const protocol::frame_header& h, request_view& req) {
                                 std::to_string(sizes->total()) + " bytes");
     return false;
   }
-  inflated_charge_ = sizes->total();
+  room.charge = sizes->total();
   std::string why;
   try {
-    why = protocol::inflate(req.body, inflated_);
+    why = protocol::inflate(req.body, room.bytes);
   } catch (const std::bad_alloc&) {
     why = "out of memory inflating a compressed request";
   }
@@ -253,8 +253,8 @@ bool dispatcher::inflate(const protocol::frame_header& h, request_view& req) {
     c_.writer().reply_error(h.request_id, rpc_errc::bad_request, why);
     return false;
   }
-  req.body = std::string_view(inflated_).substr(0, sizes->body);
-  req.attachment = std::string_view(inflated_).substr(sizes->body, sizes->attachment);
+  req.body = std::string_view(room.bytes).substr(0, sizes->body);
+  req.attachment = std::string_view(room.bytes).substr(sizes->body, sizes->attachment);
   return true;
 }
 

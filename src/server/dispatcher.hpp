@@ -68,25 +68,29 @@ class dispatcher {
   // the metadata block off its body (flag_trace, flag_metadata). False when a bit is unknown,
   // or what a bit announces is not there or over a limit: the request has then been
   // answered, before anything else reads its body.
-  bool read_flags(const protocol::frame_header& h, request_view& req);
-  // A compressed request's payload, inflated into inflated_ (its declared size checked
-  // against max_frame_size and charged to the connection's call memory first); `req` then
-  // views it. False: answered (bad_request, message_too_large or server_busy).
-  bool inflate(const protocol::frame_header& h, request_view& req);
+  // A compressed request's inflated payload and what it holds of the call memory, while the
+  // request is dispatched (dispatch_flagged's; `req` views it).
+  struct inflated_payload {
+    std::string bytes;
+    std::size_t charge = 0;
+  };
+  bool read_flags(const protocol::frame_header& h, request_view& req, inflated_payload& room);
+  // A compressed request's payload, inflated into `room` (its declared size checked against
+  // max_frame_size and charged to the connection's call memory first); `req` then views it.
+  // False: answered (bad_request, message_too_large or server_busy).
+  bool inflate(const protocol::frame_header& h, request_view& req, inflated_payload& room);
   // For a method with a set_method_limit: refused at the limit, otherwise holds a place in
   // it until the call ends (handed to the call's context if it outlives dispatch).
   [[gnu::noinline]] void invoke_limited(const handler_entry& entry, const request_view& req);
   void invoke(const handler_entry& entry, const request_view& req);
 
   server_connection& c_;
-  time_point arrived_{};             // when the batch being dispatched was read
-  trace_context caller_trace_;       // the request being dispatched's, while it is
-  metadata_view metadata_;           // likewise its call metadata (request_view points to it)
-  std::string inflated_;             // likewise its inflated payload, when it came compressed
-  std::size_t inflated_charge_ = 0;  // ... charged to the call memory until it is dispatched
-  method_limit* limit_ = nullptr;    // the limit invoke_limited holds for the call starting
-  blocking_lane lane_;               // its blocking calls waiting for a worker (the pool's)
-  call_check checks_;                // the server's interceptors' verdicts on its requests
+  time_point arrived_{};           // when the batch being dispatched was read
+  trace_context caller_trace_;     // the request being dispatched's, while it is
+  metadata_view metadata_;         // likewise its call metadata (request_view points to it)
+  method_limit* limit_ = nullptr;  // the limit invoke_limited holds for the call starting
+  blocking_lane lane_;             // its blocking calls waiting for a worker (the pool's)
+  call_check checks_;              // the server's interceptors' verdicts on its requests
   bool served_ = false;
   const bool intercepted_;  // the server has interceptors (fixed at start)
 };
