@@ -1,8 +1,9 @@
-// corvid-bench idle: user-space memory per idle connection (issue 5's target: <= 16 KiB).
-// A child process opens N TCP connections to an in-process server and sends nothing; the
-// server's RSS delta over N is what each idle connection costs it (sockets' kernel buffers
-// are not in RSS). The child holds the client ends, so its memory and descriptors do not
-// count, and each process stays within RLIMIT_NOFILE.
+// corvid-bench idle: user-space memory per idle connection (issue 38's target: <= 4 KiB).
+// A child process opens N TCP connections to an in-process server and sends nothing, or
+// (--calls-first K) makes K small echo calls on each and then goes idle; the server's RSS
+// delta over N is what each idle connection costs it (sockets' kernel buffers are not in
+// RSS). The child holds the client ends, so its memory and descriptors do not count, and
+// each process stays within RLIMIT_NOFILE.
 #include "idle.hpp"
 
 #include <chrono>
@@ -26,6 +27,46 @@ namespace {
 
 using corvid::test::vm_rss;
 
+std::string idle_echo(std::string s) { return s; }
+
+// One echo request of 64 bytes, built before the fork (the child only writes and reads).
+std::string echo_request() {
+  std::string bytes(protocol::header_size, '\0');
+  codec::string_sink sink{bytes};
+  codec::encode(sink, std::string(64, 'x'));
+  protocol::frame_header h;
+  h.type = protocol::msg_type::request;
+  h.request_id = 1;
+  h.function_id = protocol::function_id<idle_echo>();
+  h.body_length = static_cast<std::uint32_t>(bytes.size() - protocol::header_size);
+  protocol::encode_header(h, bytes.data());
+  return bytes;
+}
+
+bool read_all(int fd, char* p, std::size_t n) {
+  while (n != 0) {
+    const ssize_t r = ::read(fd, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// One call on `fd`: the request out, its whole reply in.
+bool call_once(int fd, const std::string& request) {
+  if (::write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size()))
+    return false;
+  char head[protocol::header_size];
+  if (!read_all(fd, head, sizeof head)) return false;
+  protocol::frame_header h;
+  if (protocol::decode_header(head, h, protocol::default_max_frame_size) !=
+      protocol::header_errc::ok)
+    return false;
+  std::vector<char> rest(h.payload_size());
+  return read_all(fd, rest.data(), rest.size());
+}
+
 void raise_fd_limit(std::size_t want) {
   rlimit r{};
   if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
@@ -36,7 +77,9 @@ void raise_fd_limit(std::size_t want) {
 }
 
 // Child: connect n sockets, report how many through `ready`, then wait for `done` to close.
-[[noreturn]] void connect_many(std::uint16_t port, int n, int ready, int done) {
+// Each first makes `calls` calls of `request`.
+[[noreturn]] void connect_many(std::uint16_t port, int n, int calls, const std::string& request,
+                               int ready, int done) {
   raise_fd_limit(static_cast<std::size_t>(n) + 64);
   std::vector<int> fds;
   sockaddr_in addr{};
@@ -47,6 +90,12 @@ void raise_fd_limit(std::size_t want) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) break;
     if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      break;
+    }
+    bool ok = true;
+    for (int c = 0; c < calls && ok; ++c) ok = call_once(fd, request);
+    if (!ok) {
       ::close(fd);
       break;
     }
@@ -69,6 +118,8 @@ int run_idle_experiment(const options& o) {
   cfg.address = "127.0.0.1";
   cfg.io_threads = static_cast<std::size_t>(o.threads);
   rpc_server server(cfg);
+  server.register_handler<idle_echo>();
+  const std::string request = echo_request();
   if (auto ec = server.async_start()) {
     std::fprintf(stderr, "idle: %s\n", ec.message().c_str());
     return 1;
@@ -79,14 +130,16 @@ int run_idle_experiment(const options& o) {
   int ready[2], done[2];
   if (::pipe(ready) != 0 || ::pipe(done) != 0) return 1;
   const pid_t child = ::fork();
-  if (child == 0) connect_many(server.port(), n, ready[1], done[0]);
+  if (child == 0) connect_many(server.port(), n, o.calls_first, request, ready[1], done[0]);
   int opened = 0;
   (void)!::read(ready[0], &opened, sizeof opened);
   // Wait until the server has accepted and started every connection.
   for (int i = 0; i < 600 && server.connection_count() < static_cast<std::size_t>(opened); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Connections that made calls give their read buffers back after a second of quiet
+  // (connection_liveness::buffer_idle): measured once that has passed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(o.calls_first > 0 ? 2500 : 500));
   const std::size_t accepted = server.connection_count();
   const std::size_t rss_after = vm_rss();
   const memory_usage usage = server.memory();
@@ -95,8 +148,10 @@ int run_idle_experiment(const options& o) {
   const double per_conn_tracked =
       accepted ? static_cast<double>(usage.current - tracked_before) / static_cast<double>(accepted)
                : 0;
-  std::printf("corvid-bench idle: %d io thread(s), %d connections opened, %zu accepted\n\n",
-              o.threads, opened, accepted);
+  std::printf(
+      "corvid-bench idle: %d io thread(s), %d connections opened, %zu accepted, %d echo "
+      "call(s) each before going idle\n\n",
+      o.threads, opened, accepted, o.calls_first);
   std::printf(
       "| connections | RSS before (MiB) | RSS after (MiB) | RSS per connection (B) | "
       "tracked per connection (B) |\n");

@@ -23,7 +23,8 @@ commands:
               and the default client_pool; then one client_pool (old rule vs default) against a 2-io-thread server,
               calls per server reactor (--concurrency, default 1,4,16,64,256); with
               --pool (any value) only the client_pool rows
-  idle        user-space bytes per idle server connection (--connections N, default 10000)
+  idle        user-space bytes per idle server connection (--connections N, default 10000;
+              --calls-first K: each makes K small echo calls first, then goes idle)
   stream      server-streamed items (128B, 4K, 1M; 1 and 64 streams) vs unary calls
   discovery   N server processes registered in etcd (--servers, default 4), one client
               balancing by key (consistent_hash, --keys distinct keys) vs a fixed list
@@ -217,6 +218,8 @@ options parse_options(int argc, char** argv) {
       o.client_metrics = true;
     } else if (a == "--no-pin") {
       o.pin = false;
+    } else if (a == "--calls-first") {
+      o.calls_first = std::atoi(value("--calls-first").c_str());
     } else if (a == "--calls") {
       o.calls = std::atoi(value("--calls").c_str());
     } else if (a == "--busy-poll") {

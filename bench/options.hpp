@@ -47,7 +47,8 @@ struct options {
   // client_config::max_queued_request_bytes of the bench's clients (0 = unlimited).
   std::size_t client_queue = client_config{}.max_queued_request_bytes;
   std::string csv, json, plot;
-  int calls = 20000;  // pipeline experiment
+  int calls = 20000;    // pipeline experiment
+  int calls_first = 0;  // idle: echo calls each connection makes before it goes idle
   // server_config/client_config::busy_poll of the bench's server and clients (0 = off);
   // `latency` compares off with this budget (default there: 1000 us).
   std::chrono::microseconds busy_poll{0};

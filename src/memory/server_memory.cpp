@@ -245,4 +245,11 @@ void connection_memory::settle_replies(std::size_t queued) noexcept {
   }
 }
 
+void connection_memory::drop_reply_spare(std::size_t queued) noexcept {
+  if (replies_charged_ <= queued) return;
+  replies_.release(replies_charged_ - queued);
+  replies_charged_ = queued;
+  server_.notify();
+}
+
 }  // namespace corvid::detail

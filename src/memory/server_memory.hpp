@@ -191,6 +191,8 @@ class connection_memory {
   // credit past reply_keep; charges by force what was queued without a reservation (small,
   // bounded frames: errors, pongs).
   void settle_replies(std::size_t queued) noexcept;
+  // The connection went idle (read_gate::release_idle): no spare reply credit stays either.
+  void drop_reply_spare(std::size_t queued) noexcept;
   bool replies_full(std::size_t queued) const noexcept {
     return queued >= server_.max_queued_reply_bytes;
   }

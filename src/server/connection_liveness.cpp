@@ -43,6 +43,7 @@ connection_liveness::time_point connection_liveness::next_check(const view& v,
     t = std::min(t, frame_started + c.frame_read_timeout);
   }
   t = std::min(t, clock.next_check(c.heartbeat_interval, c.heartbeat_timeout));
+  if (v.idle_buffer) t = std::min(t, clock.last_heard + buffer_idle);
   if (c.write_timeout.count() > 0) {
     // A write starts without re-arming the timer (the hot path never touches it), so a
     // stalled write is seen within half a write_timeout after it began, and closed by

@@ -30,7 +30,12 @@ class connection_liveness {
     bool quiet = false;              // no call running, nothing queued or being written
     bool grown_frame_waits = false;  // a frame granted a grown buffer has not completed
     bool memory_pressed = false;     // others wait for the server's memory
+    bool idle_buffer = false;        // an empty read buffer waits for bytes (plain socket)
   };
+  // How long a read buffer waits empty for bytes before it goes back to the reactor's pool
+  // (read_gate::release_idle). A busy connection never waits this long, so it keeps its
+  // buffer and pays one timer wake-up per interval.
+  static constexpr std::chrono::milliseconds buffer_idle{1000};
   // What a look at the clocks found (close, with a reason, or what to do next).
   struct finding {
     enum class close_reason : unsigned char {

@@ -33,7 +33,7 @@ bool connection_setup::enter_pre_auth(bool tls) {
   const auto limit =
       tls ? c_.core_.tls()->config.handshake_timeout : c_.core_.config.frame_read_timeout;
   if (limit.count() > 0) {
-    pre_auth_deadline_.emplace(c_.reactor_);
+    pre_auth_deadline_ = std::make_unique<asio::steady_timer>(c_.reactor_);
     pre_auth_deadline_->expires_after(limit);
     pre_auth_deadline_->async_wait([self = c_.self()](const std::error_code& ec) {
       connection_setup& s = self->setup_;
@@ -129,7 +129,8 @@ void connection_setup::handshake(std::shared_ptr<const server_tls> tls) {
         c.stream_.tls().set_budget(c.mem().tls_tracker());
         c.metrics_.connection().transport = metrics::transport_kind::tls;
         // Once per connection: every call on it (and an RDMA switch) keeps this identity.
-        read_certificate_identity(c.stream_.tls().native_handle(), c.identity_);
+        c.identity_ = std::make_unique<peer_identity>();
+        read_certificate_identity(c.stream_.tls().native_handle(), *c.identity_);
         if (!c.setup_.charge_identity()) {
           c.close();
           return;
@@ -183,11 +184,11 @@ void connection_setup::switch_to_rdma() {
 
 bool connection_setup::charge_identity() {
   memory_tracker* t = c_.mem().tls_tracker();
-  const std::size_t bytes = held_bytes(c_.identity_);
+  const std::size_t bytes = c_.identity_ ? held_bytes(*c_.identity_) : 0;
   if (t == nullptr || bytes == 0 || t->try_reserve(bytes)) return true;
   // Bytes of a certificate the CA signed, yet too many for the memory left: refused like a
   // session that does not fit (the connection closes), never held uncharged.
-  c_.identity_ = peer_identity{};
+  c_.identity_.reset();
   return false;
 }
 

@@ -4,7 +4,6 @@
 // apart, and an RDMA setup switching the transport once its answer is written.
 // docs/architecture.md, "Admission". Reactor thread only.
 #include <memory>
-#include <optional>
 
 #include "corvid/protocol/frame_header.hpp"
 
@@ -52,7 +51,9 @@ class connection_setup {
 
   server_connection& c_;
   std::unique_ptr<shared_slots::ticket> pre_auth_;  // in pre-authentication: its place
-  std::optional<asio::steady_timer> pre_auth_deadline_;
+  // Only while in pre-authentication (TLS, http_admin): kept out of the connection object,
+  // which every idle plain connection carries.
+  std::unique_ptr<asio::steady_timer> pre_auth_deadline_;
   bool pre_auth_expired_ = false;  // the pre-authentication deadline closed the socket
   // RDMA (init_ibv): the answered stream, which carries the bytes once the answer is written.
   std::shared_ptr<rdma::rdma_stream> rdma_next_;

@@ -27,6 +27,7 @@ connection_liveness::view connection_watch::view() const noexcept {
   v.quiet = c_.running_.empty() && c_.writer().idle();
   v.grown_frame_waits = c_.gate_.grown_frame_waits();
   v.memory_pressed = c_.core_.memory.pressed();
+  v.idle_buffer = c_.gate_.holds_idle_buffer();
   return v;
 }
 
@@ -62,6 +63,10 @@ void connection_watch::on_timer() {
     if (c_.writer().idle()) ping();  // a write in flight is a probe of its own
   }
   if (found.look_at_streams) end_idle_streams(now);
+  if (c_.gate_.holds_idle_buffer() &&
+      now - c_.frames_.clock.last_heard >= connection_liveness::buffer_idle) {
+    c_.gate_.release_idle();
+  }
   if (found.ping) ping();
   arm();
 }
@@ -100,6 +105,11 @@ void connection_watch::recheck_at(time_point t) {
   timer_->async_wait([self = c_.self()](const std::error_code& ec) {
     if (!ec && !self->gate_.closed()) self->watch_.on_timer();
   });
+}
+
+void connection_watch::buffer_taken() {
+  const time_point look = std::chrono::steady_clock::now() + connection_liveness::buffer_idle;
+  if (timer_ && look < timer_->expiry()) recheck_at(look);
 }
 
 void connection_watch::end_idle_streams(time_point now) {

@@ -1,9 +1,9 @@
 #pragma once
 // A server connection's clock: one timer (only with a time limit configured) that looks at
 // the connection when connection_liveness says to, and acts on what it finds (closes, pings,
-// probes a paused peer, ends idle streams). Paused, the connection reads nothing, so it
-// would not see its peer leave: it watches the socket for an error (a reset) and probes the
-// peer (probe_interval). docs/architecture.md, "Admission". Reactor thread only.
+// probes a paused peer, ends idle streams, gives an idle read buffer back). Paused, the connection
+// reads nothing, so it would not see its peer leave: it watches the socket for an error (a reset)
+// and probes the peer (probe_interval). docs/architecture.md, "Admission". Reactor thread only.
 #include <chrono>
 #include <optional>
 
@@ -28,6 +28,8 @@ class connection_watch {
   // A stream opened: its idle check may be due before the regular one.
   void stream_opened();
   void recheck_at(time_point t);  // on_timer then, not later
+  // The connection took a read buffer: look within buffer_idle whether it went idle again.
+  void buffer_taken();
   void closed() noexcept;
 
   connection_liveness live;  // the timestamps the connection reports to

@@ -19,6 +19,41 @@ bool read_gate::close() noexcept {
 }
 
 void read_gate::begin() {
+  // A connection that has sent nothing yet holds no read buffer: a million clients that
+  // connect and then stay quiet (IoT, push) would otherwise hold read_buffer_size each.
+  // TLS reads need a buffer for the record in progress, and RDMA reads have no wait.
+  if (c_.stream_.read_cancellable() && c_.frames_.read_buffer().capacity() == 0) {
+    wait_readable();
+    return;
+  }
+  take_buffer();
+}
+
+void read_gate::wait_readable() {
+  read_ = read_state::waiting;
+  c_.stream_.socket().async_wait(
+      asio::socket_base::wait_read,
+      [self = c_.self()](const std::error_code& ec) { self->gate_.on_readable(ec); });
+}
+
+void read_gate::on_readable(const std::error_code& ec) {
+  read_ = read_state::idle;
+  if (closed()) return;
+  if (ec) {
+    stop();
+    c_.close();
+    return;
+  }
+  if (stopped()) {
+    c_.close_if_done();
+    return;
+  }
+  // A spurious wake-up costs a buffer until the next idle release: the read waits in it.
+  c_.watch_.buffer_taken();
+  take_buffer();
+}
+
+void read_gate::take_buffer() {
   // Read buffers come from the reactors' pools: connection churn does not reach malloc, and
   // neither does a buffer growing for a big frame and shrinking back (up to 256 KiB). It is
   // charged before it is taken; without room the connection waits for read memory, holding
@@ -80,7 +115,14 @@ void read_gate::post_resume() {
 }
 
 read_gate::read_end read_gate::read_not_plain(const std::error_code& ec, bool reclaimed) noexcept {
+  const bool release = std::exchange(release_, false);
   if (reclaimed && ec == asio::error::operation_aborted) {  // nothing was read
+    if (release) {
+      give_back_buffer();
+      // Nor does it keep reply credit for a next call (settle_replies' reply_keep).
+      c_.mem().drop_reply_spare(c_.writer().queued_bytes());
+      return read_end::released;
+    }
     shrink_idle();
     return read_end::again;
   }
@@ -180,8 +222,8 @@ void read_gate::wait_for_memory(bool for_read, std::size_t need) {
 
 void read_gate::resume_after_memory() {
   if (closed() || !c_.adm_.lift(pause_reason::memory)) return;
-  if (c_.frames_.read_buffer().capacity() == 0) {  // waited for its first read buffer
-    begin();
+  if (c_.frames_.read_buffer().capacity() == 0) {  // waited for its read buffer
+    take_buffer();
     return;
   }
   c_.resume();
@@ -226,15 +268,35 @@ void read_gate::shrink_idle() {
   c_.mem().settle_read(c_.frames_.read_buffer().capacity());  // releases, wakes the waiters
 }
 
+bool read_gate::holds_idle_buffer() const noexcept {
+  const byte_buffer& buf = c_.frames_.read_buffer();
+  return read_ == read_state::reading && skip_ == 0 && buf.empty() && buf.capacity() != 0 &&
+         c_.stream_.read_cancellable();
+}
+
+void read_gate::release_idle() {
+  if (closed() || !holds_idle_buffer()) return;
+  // Cancelling a read that has not run leaves the bytes in the kernel; if it already
+  // completed, this does nothing and the bytes are taken as usual.
+  release_ = true;
+  read_ = read_state::reclaiming;
+  read_cancel_.emit(asio::cancellation_type::total);
+}
+
+void read_gate::give_back_buffer() noexcept {
+  const auto [data, capacity] = c_.frames_.read_buffer().release_storage();
+  if (capacity != 0) buffer_pool::for_this_thread().release({data, capacity});
+  c_.frames_.room().cap(c_.core_.config.read_buffer_size);  // regrow only by use
+  c_.mem().settle_read(0);                                  // releases, wakes the waiters
+}
+
 void read_gate::closed_socket() {
   if (holding_) c_.core_.memory.remove_holder(this);
   if (c_.stream_.is_rdma()) return;
   // The buffer goes back to this reactor's pool: no read lands in it any more (a socket read
   // in flight completes as aborted once the socket closes). An RDMA stream may still copy
   // into it until its own close completes, so that one stays until the end.
-  const auto [data, capacity] = c_.frames_.read_buffer().release_storage();
-  if (capacity != 0) buffer_pool::for_this_thread().release({data, capacity});
-  c_.mem().settle_read(0);
+  give_back_buffer();
 }
 
 }  // namespace corvid::detail

@@ -1,6 +1,7 @@
 #pragma once
 // A server connection's incoming side: whether it reads, the read in flight, the read buffer
-// and its memory (taken, grown for a frame, given back when idle or when others wait), and
+// and its memory (taken when bytes arrive, grown for a frame, given back when idle or when
+// others wait), and
 // the batch of frames one read delivered. Two enums say where it stands: the phase of its
 // life (open → draining → stopped → peer finished → closed, only ever forward) and what its
 // socket read is doing. Reactor thread only.
@@ -37,11 +38,21 @@ class read_gate {
   enum class read_state : unsigned char {
     idle,
     reading,     // a socket read is in flight
-    reclaiming,  // ... and was cancelled to shrink its buffer
+    reclaiming,  // ... and was cancelled to shrink (or give back) its buffer
+    waiting,     // no buffer: a wait for readability is in flight (plain sockets)
     yielded,     // the batch spent its turn: frames wait in the buffer for a posted resume
   };
   // What a completed read means for the connection.
-  enum class read_end : unsigned char { bytes, again, ignore, peer_finished, failed, stopped };
+  // `released`: the read was cancelled to give the idle buffer back; wait_readable() follows.
+  enum class read_end : unsigned char {
+    bytes,
+    again,
+    released,
+    ignore,
+    peer_finished,
+    failed,
+    stopped
+  };
 
   explicit read_gate(server_connection& c) noexcept : c_(c) {}
 
@@ -54,8 +65,17 @@ class read_gate {
   void peer_finished() noexcept { advance(phase::peer_finished); }
   bool close() noexcept;  // false when it already was
 
-  // Takes the read buffer (charged first; without room it waits for read memory), then reads.
+  // Starts reading. On a plain socket it holds no buffer until bytes arrive (wait_readable);
+  // otherwise it takes the read buffer at once (take_buffer).
   void begin();
+  // An idle connection on a plain socket: bytes arrive seldom, so its read buffer goes back to
+  // the reactor's pool (and its charge with it) and it waits for readability without one.
+  // Only when a read with an empty buffer is in flight; the read is cancelled first.
+  void release_idle();
+  // Holds an empty buffer while a read waits on a plain socket (release_idle would give it up).
+  bool holds_idle_buffer() const noexcept;
+  // Waits for readability without a buffer; takes one when bytes arrive.
+  void wait_readable();
   // Reads on, unless something holds it back (a pause, the turn budget, a phase).
   void read_more();
   // `cancellable`: the stream's reads take a cancellation slot (stream.read_cancellable()).
@@ -101,7 +121,7 @@ class read_gate {
   // buffer is larger than read_buffer_size).
   void offer_grown_buffer();
   bool reading() const noexcept {
-    return read_ == read_state::reading || read_ == read_state::reclaiming;
+    return read_ != read_state::idle && read_ != read_state::yielded;
   }
   bool grown_frame_waits() const noexcept;
 
@@ -126,12 +146,17 @@ class read_gate {
   bool skip_some() noexcept;
   void resume_after_memory();
   void shrink_idle();
+  // Takes the read buffer (charged first; without room it waits for read memory), then reads.
+  void take_buffer();
+  void on_readable(const std::error_code& ec);
+  void give_back_buffer() noexcept;  // to this reactor's pool, with its charge
 
   server_connection& c_;
   phase phase_ = phase::open;
   read_state read_ = read_state::idle;
   bool resume_posted_ = false;  // the yielded batch's resume is queued (at most one)
   bool holding_ = false;        // its grown buffer is registered with server_memory
+  bool release_ = false;        // the read was cancelled to give the whole buffer back
   // Bytes of a refused frame still to be discarded as they arrive (a frame that could never
   // fit the memory limit: answered message_too_large, then skipped, not stored).
   std::uint64_t skip_ = 0;

@@ -39,7 +39,8 @@ server_connection::server_connection(server_core& core,
   std::error_code ec;
   if (stream_.socket().local_endpoint(ec).protocol().family() == AF_UNIX) {
     metrics_.connection().transport = metrics::transport_kind::unix_socket;
-    identity_.unix_peer = unix_peer_of(stream_.socket().native_handle());
+    identity_ = std::make_unique<peer_identity>();
+    identity_->unix_peer = unix_peer_of(stream_.socket().native_handle());
   }
 }
 
@@ -61,6 +62,9 @@ void server_connection::on_read(const std::error_code& ec, std::size_t n) {
       break;
     case read_gate::read_end::again:  // the read was cancelled to shrink its buffer
       gate_.read_more();
+      return;
+    case read_gate::read_end::released:  // ... or to give it back: the connection went idle
+      gate_.wait_readable();
       return;
     case read_gate::read_end::ignore:
       return;

@@ -63,7 +63,10 @@ class server_connection final : public reply_writer, public call_budget, public 
   std::string peer_address() const override { return peer_; }
   // What the transport proved at setup (connection_setup for TLS, the constructor for a Unix
   // socket); an RDMA connection keeps what its TCP or TLS setup connection proved.
-  const peer_identity& identity() const noexcept override { return identity_; }
+  const peer_identity& identity() const noexcept override {
+    static const peer_identity none;  // plain TCP proves nothing
+    return identity_ ? *identity_ : none;
+  }
 
   // call_budget: admission's, with the running calls' index.
   std::size_t call_allowance(std::size_t want) noexcept override { return mem().allowance(want); }
@@ -169,7 +172,9 @@ class server_connection final : public reply_writer, public call_budget, public 
   asio::io_context& reactor_;
   byte_stream stream_;  // TCP, Unix, TLS or RDMA
   std::string peer_;
-  peer_identity identity_;    // set once, before the first request is read
+  // Set once, before the first request is read; only where the transport proves something
+  // (a Unix socket, TLS): plain TCP connections, most of a server's, go without its bytes.
+  std::unique_ptr<peer_identity> identity_;
   connection_admission adm_;  // before frames_: charged for its read buffer from the start
   frame_stream frames_;       // read buffer, the write in flight, heartbeat clock
   running_calls running_;     // coroutine calls in flight, by request id
