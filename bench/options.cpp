@@ -69,6 +69,9 @@ options:
   --rdma-port N            the device's port, 1-based as ibv_devinfo shows it (default 1)
   --rdma-gid-index N       GID table index (default 0); RoCE v2: the IPv4 entry of show_gids,
                            the same index as ib_send_bw -x
+  --rdma-chunk-size BYTES  registered chunk size, the largest single SEND (default 256K)
+  --rdma-send-window N     sends in flight per connection (default 2)
+  --rdma-recv-buffers N    receives kept posted per connection (default 8)
   --sizes 128,4K,...       payload sizes (default 128,4K,32K,256K,1M,8M)
   --concurrency 1,4,...    calls in flight (default 1,4,16,64,256)
   --duration S             measured seconds per cell (default 3)
@@ -152,6 +155,9 @@ ibv_config rdma_config(const options& o) {
   c.device_name = o.rdma_device;
   c.port = o.rdma_port;
   c.gid_index = o.rdma_gid_index;
+  c.chunk_size = o.rdma_chunk_size;
+  c.send_window = o.rdma_send_window;
+  c.recv_buffers = o.rdma_recv_buffers;
   return c;
 }
 
@@ -178,6 +184,12 @@ options parse_options(int argc, char** argv) {
       o.rdma_device = value("--rdma-device");
     } else if (a == "--rdma-port") {
       o.rdma_port = parse_u8(value("--rdma-port"), "--rdma-port", 1);
+    } else if (a == "--rdma-chunk-size") {
+      o.rdma_chunk_size = parse_size(value("--rdma-chunk-size"));
+    } else if (a == "--rdma-send-window") {
+      o.rdma_send_window = parse_size(value("--rdma-send-window"));
+    } else if (a == "--rdma-recv-buffers") {
+      o.rdma_recv_buffers = parse_size(value("--rdma-recv-buffers"));
     } else if (a == "--rdma-gid-index") {
       o.rdma_gid_index = parse_u8(value("--rdma-gid-index"), "--rdma-gid-index", 0);
     } else if (a == "--listen") {

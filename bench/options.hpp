@@ -20,9 +20,12 @@ struct options {
   bool tls = false;               // TLS on tcp/uds, with certificates made at run time
   std::string rdma_provider;      // rdma: "soft", "ibverbs", "" = $CORVID_VERBS_PROVIDER
   std::string rdma_device;        // rdma: device name, "" = the first
-  std::uint8_t rdma_port = ibv_config{}.port;            // rdma: 1-based, as ibv_devinfo
-  std::uint8_t rdma_gid_index = ibv_config{}.gid_index;  // rdma: as ib_send_bw -x
-  std::string listen;                                    // server: address to listen on
+  std::uint8_t rdma_port = ibv_config{}.port;                 // rdma: 1-based, as ibv_devinfo
+  std::uint8_t rdma_gid_index = ibv_config{}.gid_index;       // rdma: as ib_send_bw -x
+  std::size_t rdma_chunk_size = ibv_config{}.chunk_size;      // rdma: registered chunk bytes
+  std::size_t rdma_send_window = ibv_config{}.send_window;    // rdma: sends in flight
+  std::size_t rdma_recv_buffers = ibv_config{}.recv_buffers;  // rdma: receives posted
+  std::string listen;                                         // server: address to listen on
   std::string connect;  // client: address of a running `corvid-bench server`
   std::vector<std::size_t> sizes{128, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 8 << 20};
   std::vector<int> concurrency{1, 4, 16, 64, 256};
