@@ -16,6 +16,7 @@
 #include <corvid/corvid.hpp>
 
 #include "process_memory.hpp"
+#include "raw_connection.hpp"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -28,20 +29,6 @@ namespace {
 using corvid::test::vm_rss;
 
 std::string idle_echo(std::string s) { return s; }
-
-// One echo request of 64 bytes, built before the fork (the child only writes and reads).
-std::string echo_request() {
-  std::string bytes(protocol::header_size, '\0');
-  codec::string_sink sink{bytes};
-  codec::encode(sink, std::string(64, 'x'));
-  protocol::frame_header h;
-  h.type = protocol::msg_type::request;
-  h.request_id = 1;
-  h.function_id = protocol::function_id<idle_echo>();
-  h.body_length = static_cast<std::uint32_t>(bytes.size() - protocol::header_size);
-  protocol::encode_header(h, bytes.data());
-  return bytes;
-}
 
 bool read_all(int fd, char* p, std::size_t n) {
   while (n != 0) {
@@ -119,7 +106,8 @@ int run_idle_experiment(const options& o) {
   cfg.io_threads = static_cast<std::size_t>(o.threads);
   rpc_server server(cfg);
   server.register_handler<idle_echo>();
-  const std::string request = echo_request();
+  // One echo request of 64 bytes, built before the fork (the child only writes and reads).
+  const std::string request = corvid::test::request_frame<idle_echo>(1, 0, std::string(64, 'x'));
   if (auto ec = server.async_start()) {
     std::fprintf(stderr, "idle: %s\n", ec.message().c_str());
     return 1;
