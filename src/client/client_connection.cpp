@@ -58,9 +58,16 @@ client_connection::client_connection(asio::io_context& reactor, const client_con
       request_flags_(config.compression.enabled ? protocol::flag_accepts_compressed : 0) {}
 
 client_connection::~client_connection() {
-  // close() and connect() end parked calls via fail_all on the reactor, which holds a
-  // reference; anything left here was never handed out beyond the connection.
-  while (auto p = parked_.pop_front()) p->call->release();
+  // close() and connect() end every call via fail_all on the reactor, which holds a reference
+  // meanwhile. Calls are still here only when that reactor stopped first (its io_pool stopped
+  // or destroyed, the process exiting) and dropped the posted close: end them here, so that no
+  // caller waits forever and no call record leaks. The write in flight, if any, was dropped
+  // with its handler: its pins go too.
+  const rpc_error e(rpc_errc::connection_closed, "the client's reactor stopped");
+  held_calls held = take_held(e);
+  unpin(held.never_sent);
+  unpin(pinned_sending_);
+  end_held(held, e);
 }
 
 void client_connection::reject(std::unique_lock<std::mutex>& lk, call_base* call,
@@ -349,28 +356,9 @@ void client_connection::unpin(std::vector<call_base*>& pins) {
 }
 
 void client_connection::fail_all(rpc_error e) {
-  std::vector<call_base*> victims;
-  std::vector<call_base*> never_sent;
-  std::vector<call_base*> parked;  // waiting for room: never queued
-  {
-    std::lock_guard lk(mutex_);
-    never_sent.swap(pinned_pending_);  // their bytes leave with pending_ below, unwritten
-    open_.store(false, std::memory_order_release);
-    if (closed_reason_.empty()) closed_reason_ = e.message();
-    const auto now = std::chrono::steady_clock::now();
-    calls_.take_all([&](call_base* call) {
-      metrics::client_recorder::ended(slot_of(*call), e.code(), 0, now);
-      victims.push_back(call);
-    });
-    deadlines_.clear();  // the victims' links are reset below
-    pending_.clear();
-    while (auto p = parked_.pop_front()) {
-      metrics::client_recorder::ended(slot_of(*p->call), e.code(), 0, now);
-      parked.push_back(p->call);
-    }
-  }
+  held_calls held = take_held(e);
   metrics_.set_open(false);
-  unpin(never_sent);
+  unpin(held.never_sent);
   // A write in flight ends with an error; its pins release then.
   if (stream_) stream_->close();
   connect_timer_.cancel();
@@ -378,12 +366,36 @@ void client_connection::fail_all(rpc_error e) {
   heartbeat_timer_.cancel();
   timer_armed_for_ = std::chrono::steady_clock::time_point::max();
   frames_.reset_reading(idle_read_buffer);
+  end_held(held, e);
+}
+
+client_connection::held_calls client_connection::take_held(const rpc_error& e) {
+  held_calls held;
+  std::lock_guard lk(mutex_);
+  held.never_sent.swap(pinned_pending_);  // their bytes leave with pending_ below, unwritten
+  open_.store(false, std::memory_order_release);
+  if (closed_reason_.empty()) closed_reason_ = e.message();
+  const auto now = std::chrono::steady_clock::now();
+  calls_.take_all([&](call_base* call) {
+    metrics::client_recorder::ended(slot_of(*call), e.code(), 0, now);
+    held.filed.push_back(call);
+  });
+  deadlines_.clear();  // the calls' links are reset in end_held
+  pending_.clear();
+  while (auto p = parked_.pop_front()) {
+    metrics::client_recorder::ended(slot_of(*p->call), e.code(), 0, now);
+    held.parked.push_back(p->call);
+  }
+  return held;
+}
+
+void client_connection::end_held(held_calls& held, const rpc_error& e) {
   std::uint64_t written;
   {
     std::lock_guard lk(mutex_);
     written = written_seq_;
   }
-  for (call_base* c : victims) {
+  for (call_base* c : held.filed) {
     call_slot& s = slot_of(*c);
     s.prev = s.next = nullptr;
     bool deferred;
@@ -398,7 +410,7 @@ void client_connection::fail_all(rpc_error e) {
     }
     finish_call(c, deferred);
   }
-  for (call_base* c : parked) {
+  for (call_base* c : held.parked) {
     call_slot& s = slot_of(*c);
     s.prev = s.next = nullptr;
     s.timed = false;

@@ -237,6 +237,15 @@ class client_connection : public std::enable_shared_from_this<client_connection>
   void on_heartbeat(std::uint64_t epoch);
   // Reactor thread: closes the socket and fails every pending call with `e`.
   void fail_all(rpc_error e);
+  // Every call the connection holds a reference to, taken out of its tables.
+  struct held_calls {
+    std::vector<call_base*> filed;       // sent or queued
+    std::vector<call_base*> never_sent;  // pinned by bytes in pending_, unwritten
+    std::vector<call_base*> parked;      // waiting for room: never queued
+  };
+  held_calls take_held(const rpc_error& e);
+  // Ends what take_held() took with `e` (after unpin(never_sent)).
+  void end_held(held_calls& held, const rpc_error& e);
   // Writes done (or abandoned): lets the calls in `pins` complete.
   void unpin(std::vector<call_base*>& pins);
   // After a call's result is stored: resume its caller, unless `deferred` (pinned).

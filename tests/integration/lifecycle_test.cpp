@@ -106,6 +106,47 @@ TEST(lifecycle, client_destroyed_with_calls_pending) {
   }());
 }
 
+// Waits until cancelled: its caller's connection closes.
+corvid::task<int> waits_for_cancel(corvid::request_context& ctx) {
+  co_await ctx.sleep_for(std::chrono::seconds(30));
+  co_return 1;
+}
+
+// The client's own io_pool stops before the close its destructor posts can run: the
+// connection goes with the pool's reactor, and the calls it held still end (no caller waits
+// forever, no call record leaks).
+TEST(lifecycle, client_whose_reactor_stops_first_still_ends_its_calls) {
+  corvid::rpc_server server(test_server::make_config());
+  server.register_handler<waits_for_cancel>();
+  ASSERT_FALSE(server.async_start());
+  std::vector<corvid::async_reply_t<waits_for_cancel>> pending;
+  {
+    corvid::io_pool reactor(1);
+    corvid::client_config cfg;
+    cfg.pool = &reactor;
+    corvid::rpc_client client(cfg);
+    ASSERT_FALSE(corvid::sync_wait(connect(client, "127.0.0.1:" + std::to_string(server.port()))));
+    corvid::sync_wait([&]() -> corvid::task<void> {
+      for (int i = 0; i < 10; ++i)
+        pending.push_back(co_await client.send_request<waits_for_cancel>());
+      // One call whose caller lets go at once: only the connection holds it.
+      (void)co_await client.send_request<waits_for_cancel>();
+    }());
+    reactor.stop();
+  }  // the client posts its close to a stopped reactor; the pool then drops it
+  // Nothing is left to end them later: they have ended by now, or never will.
+  for (auto& p : pending) ASSERT_TRUE(p.ready());
+  corvid::sync_wait([&]() -> corvid::task<void> {
+    for (auto& p : pending) {
+      auto r = co_await std::move(p);
+      EXPECT_FALSE(r.has_value());
+      if (!r) {
+        EXPECT_EQ(r.error().code(), corvid::rpc_errc::connection_closed) << r.error().message();
+      }
+    }
+  }());
+}
+
 TEST(lifecycle, server_destroyed_while_clients_are_connected) {
   corvid::rpc_client client;
   {
