@@ -25,6 +25,7 @@ struct options {
   std::size_t rdma_chunk_size = ibv_config{}.chunk_size;      // rdma: registered chunk bytes
   std::size_t rdma_send_window = ibv_config{}.send_window;    // rdma: sends in flight
   std::size_t rdma_recv_buffers = ibv_config{}.recv_buffers;  // rdma: receives posted
+  std::uint8_t rdma_ack_timeout = ibv_config{}.ack_timeout;   // rdma: 4.096 us x 2^N per try
   std::string listen;                                         // server: address to listen on
   std::string connect;  // client: address of a running `corvid-bench server`
   std::vector<std::size_t> sizes{128, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 8 << 20};

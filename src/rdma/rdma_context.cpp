@@ -55,6 +55,8 @@ rpc_error check(const ibv_config& c) {
   if (c.send_window == 0) return bad("ibv_config::send_window must be at least 1");
   if (c.rnr_retry > 7) return bad("ibv_config::rnr_retry must be 0..7 (7 = retry forever)");
   if (c.min_rnr_timer > 31) return bad("ibv_config::min_rnr_timer must be 0..31");
+  if (c.ack_timeout > 31) return bad("ibv_config::ack_timeout must be 0..31 (0 = wait forever)");
+  if (c.retry_count > 7) return bad("ibv_config::retry_count must be 0..7");
   if (c.setup_timeout.count() <= 0) return bad("ibv_config::setup_timeout must be positive");
   if (c.max_connections_in_setup == 0 || c.max_connections_in_setup_per_peer == 0)
     return bad("ibv_config::max_connections_in_setup(_per_peer) must be at least 1");

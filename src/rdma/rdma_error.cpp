@@ -14,7 +14,8 @@ class category final : public std::error_category {
         return "RDMA send failed: the peer had no receive buffer posted and the RNR retries "
                "ran out (ibv_config::rnr_retry)";
       case rdma_errc::retry_exceeded:
-        return "RDMA send failed: the peer did not acknowledge it (transport retries exhausted)";
+        return "RDMA send failed: the peer did not acknowledge it (transport retries exhausted: "
+               "ibv_config::ack_timeout, retry_count)";
       case rdma_errc::transport_error:
         return "RDMA work request failed";
       case rdma_errc::flushed:

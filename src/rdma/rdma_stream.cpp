@@ -122,6 +122,8 @@ rpc_error rdma_stream::connect(const verbs::endpoint_info& remote, std::size_t p
   verbs::connect_options opts;
   opts.rnr_retry = ctx_->config().rnr_retry;
   opts.min_rnr_timer = ctx_->config().min_rnr_timer;
+  opts.timeout = ctx_->config().ack_timeout;
+  opts.retry_cnt = ctx_->config().retry_count;
   if (auto e = qp_->connect(remote, opts)) return e;
   if (auto e = cq_->request_notify()) return e;
   connected_ = true;

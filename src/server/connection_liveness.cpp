@@ -125,6 +125,7 @@ connection_liveness::finding connection_liveness::look(const view& v, heartbeat_
     }
     last_activity = now;  // busy: idle counts from now
   }
+  f.release_buffer = v.idle_buffer && now - clock.last_heard >= buffer_idle;
   f.look_at_streams = c.stream_idle_timeout.count() > 0 && v.streams_open;
   f.ping = clock.take_ping(now, c.heartbeat_interval);
   return f;

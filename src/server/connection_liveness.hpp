@@ -50,7 +50,8 @@ class connection_liveness {
     bool dead_peer = false;  // counted as a dead peer (transport_stats::dead_peer_closes)
     bool probe = false;      // paused: look for a FIN, and ping to provoke an RST
     bool look_at_streams = false;
-    bool ping = false;  // a heartbeat is due
+    bool ping = false;            // a heartbeat is due
+    bool release_buffer = false;  // the idle read buffer waited buffer_idle: give it back
   };
 
   bool has_time_limits() const noexcept;

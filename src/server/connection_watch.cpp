@@ -63,10 +63,7 @@ void connection_watch::on_timer() {
     if (c_.writer().idle()) ping();  // a write in flight is a probe of its own
   }
   if (found.look_at_streams) end_idle_streams(now);
-  if (c_.gate_.holds_idle_buffer() &&
-      now - c_.frames_.clock.last_heard >= connection_liveness::buffer_idle) {
-    c_.gate_.release_idle();
-  }
+  if (found.release_buffer) c_.gate_.release_idle();  // which checks that it still holds one
   if (found.ping) ping();
   arm();
 }

@@ -114,10 +114,11 @@ void read_gate::post_resume() {
   });
 }
 
-read_gate::read_end read_gate::read_not_plain(const std::error_code& ec, bool reclaimed) noexcept {
-  const bool release = std::exchange(release_, false);
-  if (reclaimed && ec == asio::error::operation_aborted) {  // nothing was read
-    if (release) {
+read_gate::read_end read_gate::read_not_plain(const std::error_code& ec, read_state was) noexcept {
+  // Cancelled by reclaim() or release_idle() before it ran: nothing was read. (One that
+  // completed first brings its bytes as usual.)
+  if (was != read_state::reading && ec == asio::error::operation_aborted) {
+    if (was == read_state::releasing) {
       give_back_buffer();
       // Nor does it keep reply credit for a next call (settle_replies' reply_keep).
       c_.mem().drop_reply_spare(c_.writer().queued_bytes());
@@ -251,6 +252,7 @@ void read_gate::reclaim() {
     c_.watch_.recheck_at(c_.frames_.clock.last_heard + live.stall_grace());
     return;
   }
+  if (read_ == read_state::releasing) return;  // the whole buffer is on its way back already
   if (reading()) {
     // Cancelling a read that has not run leaves the bytes in the kernel; if it already
     // completed, this does nothing and the batch end shrinks the buffer instead.
@@ -278,8 +280,7 @@ void read_gate::release_idle() {
   if (closed() || !holds_idle_buffer()) return;
   // Cancelling a read that has not run leaves the bytes in the kernel; if it already
   // completed, this does nothing and the bytes are taken as usual.
-  release_ = true;
-  read_ = read_state::reclaiming;
+  read_ = read_state::releasing;
   read_cancel_.emit(asio::cancellation_type::total);
 }
 

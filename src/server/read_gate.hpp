@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <system_error>
+#include <utility>
 
 #include "corvid/protocol/frame_header.hpp"
 
@@ -38,7 +39,8 @@ class read_gate {
   enum class read_state : unsigned char {
     idle,
     reading,     // a socket read is in flight
-    reclaiming,  // ... and was cancelled to shrink (or give back) its buffer
+    reclaiming,  // ... and was cancelled to shrink its buffer
+    releasing,   // ... and was cancelled to give its whole (idle) buffer back
     waiting,     // no buffer: a wait for readability is in flight (plain sockets)
     yielded,     // the batch spent its turn: frames wait in the buffer for a posted resume
   };
@@ -80,14 +82,13 @@ class read_gate {
   void read_more();
   // `cancellable`: the stream's reads take a cancellation slot (stream.read_cancellable()).
   read_end read_done(const std::error_code& ec, bool cancellable) noexcept {
-    const bool reclaimed = read_ == read_state::reclaiming;
-    read_ = read_state::idle;
+    const read_state was = std::exchange(read_, read_state::idle);
     // asio leaves a completed op's cancellation handler in the slot; a later emit must not
     // reach it.
     if (cancellable) read_cancel_.slot().clear();
     if (closed()) return read_end::ignore;
-    if (ec || reclaimed) [[unlikely]]
-      return read_not_plain(ec, reclaimed);
+    if (ec || was != read_state::reading) [[unlikely]]
+      return read_not_plain(ec, was);
     return stopped() ? read_end::stopped : read_end::bytes;
   }
 
@@ -142,7 +143,8 @@ class read_gate {
     if (phase_ < p) phase_ = p;
   }
   void post_resume();
-  read_end read_not_plain(const std::error_code& ec, bool reclaimed) noexcept;
+  // `was`: what the read was doing when it completed (reading, reclaiming or releasing).
+  read_end read_not_plain(const std::error_code& ec, read_state was) noexcept;
   bool skip_some() noexcept;
   void resume_after_memory();
   void shrink_idle();
@@ -156,7 +158,6 @@ class read_gate {
   read_state read_ = read_state::idle;
   bool resume_posted_ = false;  // the yielded batch's resume is queued (at most one)
   bool holding_ = false;        // its grown buffer is registered with server_memory
-  bool release_ = false;        // the read was cancelled to give the whole buffer back
   // Bytes of a refused frame still to be discarded as they arrive (a frame that could never
   // fit the memory limit: answered message_too_large, then skipped, not stored).
   std::uint64_t skip_ = 0;

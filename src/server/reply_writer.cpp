@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "corvid/codec/codec.hpp"
 #include "corvid/server/request_context.hpp"
@@ -258,8 +259,11 @@ void reply_writer::write_each() {
   std::error_code ec;
   std::uint64_t calls = 0;
   std::size_t n = 0;
-  if (conn().setup_.switching() ||
-      !conn().stream_.write_blocking(pending_.buffers(), &calls, n, ec)) {
+  // One per reactor thread, not per connection: the write is blocking, so it is free again
+  // when it returns.
+  thread_local std::vector<asio::const_buffer> iov;
+  pending_.gather(iov);
+  if (conn().setup_.switching() || !conn().stream_.write_blocking(iov, &calls, n, ec)) {
     flush();  // RDMA writes complete asynchronously: one frame per flush
     return;
   }

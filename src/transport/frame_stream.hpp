@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "corvid/detail/byte_buffer.hpp"
 #include "corvid/detail/outbound_queue.hpp"
@@ -179,8 +180,8 @@ class frame_stream {
   template <class Handler>
   void write(byte_stream& stream, time_point* moved, Handler&& done) {
     write_calls_ = 0;
-    stream.async_write(sending_.buffers(), &write_calls_, &clock.last_heard, moved,
-                       std::forward<Handler>(done));
+    sending_.gather(iov_);
+    stream.async_write(iov_, &write_calls_, &clock.last_heard, moved, std::forward<Handler>(done));
   }
   // The write ended having written `n` bytes: counts it and empties sending().
   void end_write(std::size_t n, stats_counters& stats) noexcept {
@@ -199,6 +200,7 @@ class frame_stream {
   std::size_t last_frame_ = 0;     // the last frame taken
   std::size_t offered_ = 0;        // what the read in flight may take: a full one grows the room
   outbound_queue sending_;
+  std::vector<asio::const_buffer> iov_;  // sending_'s buffers, while its write is in flight
   std::uint64_t write_calls_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -302,6 +303,110 @@ TEST(rdma_hostile, rdma_setup_after_a_request_is_a_protocol_error) {
   EXPECT_EQ(refusal->first.request_id, 0u);
   EXPECT_TRUE(conn.closed_within(10s));
   EXPECT_EQ(server_chunks_in_use(cfg), 0u) << "a refused setup took chunks";
+}
+
+// ---- a server whose queue pair never answers (ibv_config::ack_timeout, retry_count)
+
+// Answers one client's rdma_setup with a queue pair it never connects, and keeps the TCP
+// connection open: the client's sends go unacknowledged until its transport retries run out.
+struct unconnected_rdma_server {
+  dangling_qp qp;
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int conn = -1;
+  std::uint16_t port = 0;
+  std::thread answering;
+
+  unconnected_rdma_server() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    socklen_t len = sizeof a;
+    if (::bind(listener, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(listener, 1) != 0 ||
+        ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      throw std::runtime_error("listen failed");
+    }
+    port = ntohs(a.sin_port);
+    answering = std::thread([this] {
+      conn = ::accept(listener, nullptr, nullptr);
+      char h[corvid::protocol::header_size];
+      corvid::protocol::frame_header hdr;
+      if (conn < 0 || !recv_all(h, sizeof h) ||
+          corvid::protocol::decode_header(h, hdr, corvid::rdma::max_setup_body) !=
+              corvid::protocol::header_errc::ok) {
+        return;
+      }
+      std::string body(hdr.payload_size(), '\0');
+      if (!recv_all(body.data(), body.size())) return;
+      const std::string answer = qp.setup_frame();
+      (void)::send(conn, answer.data(), answer.size(), MSG_NOSIGNAL);
+    });
+  }
+  ~unconnected_rdma_server() {
+    ::shutdown(listener, SHUT_RDWR);  // ends an accept still waiting
+    answering.join();
+    if (conn >= 0) ::close(conn);
+    ::close(listener);
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port); }
+
+ private:
+  bool recv_all(char* p, std::size_t n) const {
+    while (n > 0) {
+      const ssize_t r = ::recv(conn, p, n, 0);
+      if (r <= 0) return false;
+      p += r;
+      n -= static_cast<std::size_t>(r);
+    }
+    return true;
+  }
+};
+
+// How a client's first call against such a server ends (connecting may already fail).
+corvid::rpc_error first_call_error(const corvid::ibv_config& ibv,
+                                   std::chrono::milliseconds request_timeout) {
+  unconnected_rdma_server srv;
+  corvid::client_config cc;
+  cc.request_timeout = request_timeout;
+  corvid::rpc_client client(cc);
+  if (auto e = client.init_ibv(ibv)) return e;
+  if (auto e = corvid::sync_wait(connect(client, srv.endpoint()))) return e;
+  auto r = run(client.call<echo>("anyone there?"));
+  return r ? corvid::rpc_error{} : r.error();
+}
+
+TEST(rdma_hostile, a_peer_that_never_acknowledges_fails_the_connection_after_the_ack_timeout) {
+  corvid::ibv_config c = test_ibv();
+  c.ack_timeout = 10;  // one try of about 4 ms
+  c.retry_count = 0;
+  const corvid::rpc_error e = first_call_error(c, 60s);
+  EXPECT_EQ(e.code(), corvid::rpc_errc::connection_closed) << e.message();
+  EXPECT_NE(e.message().find("ibv_config::ack_timeout"), std::string::npos) << e.message();
+}
+
+// The same peer with an ACK timeout of hours: the call ends by its own deadline, the
+// connection still waiting for an acknowledgement. (With the default, 8 tries of 67 ms, the
+// connection would fail first, with connection_closed.)
+TEST(rdma_hostile, a_long_ack_timeout_keeps_waiting_for_the_peer) {
+  corvid::ibv_config c = test_ibv();
+  c.ack_timeout = 31;
+  const corvid::rpc_error e = first_call_error(c, corvid::test::patience(2s));
+  EXPECT_EQ(e.code(), corvid::rpc_errc::timeout) << e.message();
+}
+
+TEST(rdma_hostile, ack_settings_out_of_the_verbs_range_are_refused_at_init) {
+  corvid::ibv_config c = test_ibv();
+  c.ack_timeout = 32;
+  corvid::rpc_client client;
+  auto e = client.init_ibv(c);
+  EXPECT_EQ(e.code(), corvid::rpc_errc::invalid_argument);
+  EXPECT_NE(e.message().find("ibv_config::ack_timeout must be 0..31"), std::string::npos)
+      << e.message();
+  c.ack_timeout = 14;
+  c.retry_count = 8;
+  e = client.init_ibv(c);
+  EXPECT_NE(e.message().find("ibv_config::retry_count must be 0..7"), std::string::npos)
+      << e.message();
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "corvid/detail/asio.hpp"
 #include "corvid/detail/byte_buffer.hpp"
 
 namespace corvid::detail {
@@ -70,19 +69,21 @@ class outbound_queue {
   std::size_t frames() const noexcept { return frames_; }
   void count_frame() noexcept { ++frames_; }
 
-  // Buffers for one gather write, in queue order. Valid until the queue changes.
-  const std::vector<asio::const_buffer>& buffers() {
-    iov_.clear();
+  // Fills `iov` with the buffers for one gather write, in queue order; they are valid until
+  // the queue changes. `Buffer` is the writer's buffer type (asio::const_buffer), which this
+  // header, included by every caller's file, does not pull in.
+  template <class Buffer>
+  void gather(std::vector<Buffer>& iov) const {
+    iov.clear();
     for (const auto& [first, second] : segments_) {
       if (first == npos) {
-        iov_.emplace_back(owned_[second].data(), owned_[second].size());
+        iov.emplace_back(owned_[second].data(), owned_[second].size());
       } else if (first == borrowed_marker) {
-        iov_.emplace_back(borrowed_[second].data(), borrowed_[second].size());
+        iov.emplace_back(borrowed_[second].data(), borrowed_[second].size());
       } else {
-        iov_.emplace_back(bytes_.data() + first, second - first);
+        iov.emplace_back(bytes_.data() + first, second - first);
       }
     }
-    return iov_;
   }
   // Empties the queue, keeping the contiguous buffer's capacity for reuse. A buffer grown
   // past `keep_capacity` goes back to the system once a batch no longer needs it: shrinking
@@ -117,7 +118,6 @@ class outbound_queue {
   // {begin, end} offsets into bytes_, {npos, index into owned_} or
   // {borrowed_marker, index into borrowed_}.
   std::vector<std::pair<std::size_t, std::size_t>> segments_;
-  std::vector<asio::const_buffer> iov_;
   std::size_t total_ = 0;
   std::size_t frames_ = 0;
 };

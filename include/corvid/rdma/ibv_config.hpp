@@ -39,6 +39,14 @@ struct ibv_config {
   std::uint8_t rnr_retry = 7;
   // Minimum RNR back-off the receiver asks for, in the verbs encoding (12 = 0.64 ms).
   std::uint8_t min_rnr_timer = 12;
+  // How long a send waits for the peer's acknowledgement before it is sent again, in the
+  // verbs encoding: 4.096 us x 2^ack_timeout, 0..31 (0 = wait forever). 14 (about 67 ms, as
+  // perftest uses) suits a NIC, where ACKs come back in microseconds. Soft-RoCE on a busy
+  // host can take longer than that to acknowledge, and every timeout resends the whole
+  // message: there 18 (about 1.07 s) avoids retransmission storms under load.
+  std::uint8_t ack_timeout = 14;
+  // Resends after an ACK timeout before the connection fails, 0..7.
+  std::uint8_t retry_count = 7;
 
   // Server side: bounds on connections in RDMA setup, i.e. accepted (queue pair and chunks
   // taken, answer sent) but with no completion yet. A corvid client sends an empty SEND as
