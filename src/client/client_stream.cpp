@@ -4,7 +4,7 @@
 #include "corvid/codec/codec.hpp"
 #include "corvid/protocol/frame_header.hpp"
 
-#include "call_slot.hpp"
+#include "call_table.hpp"
 
 namespace corvid::detail {
 

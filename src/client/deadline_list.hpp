@@ -8,7 +8,7 @@
 
 #include "corvid/client/call_state.hpp"
 
-#include "call_slot.hpp"
+#include "call_table.hpp"
 
 namespace corvid::detail {
 

@@ -10,7 +10,7 @@
 #include "corvid/client/call_state.hpp"
 
 #include "../protocol/frames.hpp"
-#include "call_slot.hpp"
+#include "call_table.hpp"
 
 namespace corvid::detail {
 

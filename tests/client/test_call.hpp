@@ -2,7 +2,7 @@
 // A call the client internals can file, link and park; it never completes.
 #include <corvid/client/call_state.hpp>
 
-#include "client/call_slot.hpp"
+#include "client/call_table.hpp"
 
 namespace corvid_test {
 

@@ -57,6 +57,17 @@ struct dangling_qp {
   }
 };
 
+// Reads exactly n bytes from `fd`; false on EOF, an error or the socket's receive timeout.
+bool recv_all(int fd, char* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::recv(fd, p, n, 0);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
 // A raw TCP connection to the server, from `source` (any 127.0.0.0/8 address is this host).
 struct raw_conn {
   int fd = -1;
@@ -115,13 +126,7 @@ struct raw_conn {
   }
   bool read_exact(char* p, std::size_t n, std::chrono::milliseconds timeout) const {
     set_timeout(timeout);
-    while (n > 0) {
-      const ssize_t r = ::recv(fd, p, n, 0);
-      if (r <= 0) return false;
-      p += r;
-      n -= static_cast<std::size_t>(r);
-    }
-    return true;
+    return recv_all(fd, p, n);
   }
 };
 
@@ -331,13 +336,13 @@ struct unconnected_rdma_server {
       conn = ::accept(listener, nullptr, nullptr);
       char h[corvid::protocol::header_size];
       corvid::protocol::frame_header hdr;
-      if (conn < 0 || !recv_all(h, sizeof h) ||
+      if (conn < 0 || !recv_all(conn, h, sizeof h) ||
           corvid::protocol::decode_header(h, hdr, corvid::rdma::max_setup_body) !=
               corvid::protocol::header_errc::ok) {
         return;
       }
       std::string body(hdr.payload_size(), '\0');
-      if (!recv_all(body.data(), body.size())) return;
+      if (!recv_all(conn, body.data(), body.size())) return;
       const std::string answer = qp.setup_frame();
       (void)::send(conn, answer.data(), answer.size(), MSG_NOSIGNAL);
     });
@@ -349,17 +354,6 @@ struct unconnected_rdma_server {
     ::close(listener);
   }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port); }
-
- private:
-  bool recv_all(char* p, std::size_t n) const {
-    while (n > 0) {
-      const ssize_t r = ::recv(conn, p, n, 0);
-      if (r <= 0) return false;
-      p += r;
-      n -= static_cast<std::size_t>(r);
-    }
-    return true;
-  }
 };
 
 // How a client's first call against such a server ends (connecting may already fail).

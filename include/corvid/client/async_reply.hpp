@@ -1,7 +1,8 @@
 #pragma once
-// Handles to an in-flight call. `co_await client.call<f>(..)` uses reply_awaitable directly;
-// `co_await client.send_request<f>(..)` returns once the request is queued and yields an
-// async_reply, which is awaited later for the result (pipelining).
+// Handles to a call awaited later (pipelining): `co_await client.send_request<f>(..)` returns
+// once the request is queued and yields an async_reply, which is awaited for the result.
+// (`co_await client.call<f>(..)` awaits the call record at once: reply_awaitable, in
+// call_state.hpp.)
 #include <coroutine>
 #include <memory>
 #include <utility>
@@ -19,43 +20,7 @@ namespace detail {
 // only one of the two may be awaited.
 template <class State>
 async_reply<State> share_reply(const async_reply<State>& r) noexcept;
-
-// Owning reference to a call_state.
-template <class State>
-class call_ref {
- public:
-  call_ref() = default;
-  explicit call_ref(State* s) noexcept : s_(s) {}  // adopts one reference
-  call_ref(call_ref&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
-  call_ref& operator=(call_ref&& o) noexcept {
-    if (this != &o) {
-      if (s_) s_->release();
-      s_ = std::exchange(o.s_, nullptr);
-    }
-    return *this;
-  }
-  ~call_ref() {
-    if (s_) s_->release();
-  }
-  State* get() const noexcept { return s_; }
-  State* operator->() const noexcept { return s_; }
-
- private:
-  State* s_ = nullptr;
-};
 }  // namespace detail
-
-template <class State>
-class [[nodiscard]] reply_awaitable {
- public:
-  explicit reply_awaitable(detail::call_ref<State> s) noexcept : s_(std::move(s)) {}
-  bool await_ready() const noexcept { return s_->done(); }
-  bool await_suspend(std::coroutine_handle<> h) noexcept { return s_->wait(h); }
-  typename State::result_type await_resume() { return s_->take(); }
-
- private:
-  detail::call_ref<State> s_;
-};
 
 // The reply of a request already queued. Await it once (as an rvalue); dropping it unawaited
 // is allowed: the reply is then discarded when it arrives.

@@ -1,7 +1,8 @@
 #pragma once
 // The shared state of one client call: filled on the connection's reactor, awaited by the
 // caller on any thread. Completion is a lock-free handshake on `waiter_`: whoever comes
-// second (the reply or the awaiting coroutine) resumes the coroutine.
+// second (the reply or the awaiting coroutine) resumes the coroutine. Also the owning
+// reference to it (call_ref) and what call<f>() returns to await it (reply_awaitable).
 #include <atomic>
 #include <chrono>
 #include <coroutine>
@@ -267,5 +268,43 @@ class call_state<void, false> final : public call_base {
   bool set_ = false;
 };
 
+// Owning reference to a call_state.
+template <class State>
+class call_ref {
+ public:
+  call_ref() = default;
+  explicit call_ref(State* s) noexcept : s_(s) {}  // adopts one reference
+  call_ref(call_ref&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  call_ref& operator=(call_ref&& o) noexcept {
+    if (this != &o) {
+      if (s_) s_->release();
+      s_ = std::exchange(o.s_, nullptr);
+    }
+    return *this;
+  }
+  ~call_ref() {
+    if (s_) s_->release();
+  }
+  State* get() const noexcept { return s_; }
+  State* operator->() const noexcept { return s_; }
+
+ private:
+  State* s_ = nullptr;
+};
+
 }  // namespace detail
+
+// What call<f>() returns: the call record, awaited once for its result.
+template <class State>
+class [[nodiscard]] reply_awaitable {
+ public:
+  explicit reply_awaitable(detail::call_ref<State> s) noexcept : s_(std::move(s)) {}
+  bool await_ready() const noexcept { return s_->done(); }
+  bool await_suspend(std::coroutine_handle<> h) noexcept { return s_->wait(h); }
+  typename State::result_type await_resume() { return s_->take(); }
+
+ private:
+  detail::call_ref<State> s_;
+};
+
 }  // namespace corvid
