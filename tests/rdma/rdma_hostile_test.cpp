@@ -15,6 +15,7 @@
 #include "corvid/protocol/frame_header.hpp"
 
 #include "eventually.hpp"
+#include "raw_server.hpp"
 #include "rdma/handshake.hpp"
 #include "rdma/rdma_context.hpp"
 #include "rdma_support.hpp"
@@ -56,17 +57,6 @@ struct dangling_qp {
         corvid::rdma::encode_setup(corvid::rdma::describe(*stream, provider)));
   }
 };
-
-// Reads exactly n bytes from `fd`; false on EOF, an error or the socket's receive timeout.
-bool recv_all(int fd, char* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t r = ::recv(fd, p, n, 0);
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
 
 // A raw TCP connection to the server, from `source` (any 127.0.0.0/8 address is this host).
 struct raw_conn {
@@ -126,7 +116,13 @@ struct raw_conn {
   }
   bool read_exact(char* p, std::size_t n, std::chrono::milliseconds timeout) const {
     set_timeout(timeout);
-    return recv_all(fd, p, n);
+    while (n > 0) {
+      const ssize_t r = ::recv(fd, p, n, 0);
+      if (r <= 0) return false;
+      p += r;
+      n -= static_cast<std::size_t>(r);
+    }
+    return true;
   }
 };
 
@@ -312,58 +308,26 @@ TEST(rdma_hostile, rdma_setup_after_a_request_is_a_protocol_error) {
 
 // ---- a server whose queue pair never answers (ibv_config::ack_timeout, retry_count)
 
-// Answers one client's rdma_setup with a queue pair it never connects, and keeps the TCP
-// connection open: the client's sends go unacknowledged until its transport retries run out.
-struct unconnected_rdma_server {
-  dangling_qp qp;
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int conn = -1;
-  std::uint16_t port = 0;
-  std::thread answering;
-
-  unconnected_rdma_server() {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    socklen_t len = sizeof a;
-    if (::bind(listener, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(listener, 1) != 0 ||
-        ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      throw std::runtime_error("listen failed");
-    }
-    port = ntohs(a.sin_port);
-    answering = std::thread([this] {
-      conn = ::accept(listener, nullptr, nullptr);
-      char h[corvid::protocol::header_size];
-      corvid::protocol::frame_header hdr;
-      if (conn < 0 || !recv_all(conn, h, sizeof h) ||
-          corvid::protocol::decode_header(h, hdr, corvid::rdma::max_setup_body) !=
-              corvid::protocol::header_errc::ok) {
-        return;
-      }
-      std::string body(hdr.payload_size(), '\0');
-      if (!recv_all(conn, body.data(), body.size())) return;
-      const std::string answer = qp.setup_frame();
-      (void)::send(conn, answer.data(), answer.size(), MSG_NOSIGNAL);
-    });
-  }
-  ~unconnected_rdma_server() {
-    ::shutdown(listener, SHUT_RDWR);  // ends an accept still waiting
-    answering.join();
-    if (conn >= 0) ::close(conn);
-    ::close(listener);
-  }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port); }
-};
-
-// How a client's first call against such a server ends (connecting may already fail).
+// How a client's first call ends against a fake server (corvid::test::raw_server) that
+// answers its rdma_setup with a queue pair it never connects and keeps the TCP connection
+// open: the client's sends go unacknowledged until its transport retries run out.
+// (Connecting may already fail.)
 corvid::rpc_error first_call_error(const corvid::ibv_config& ibv,
                                    std::chrono::milliseconds request_timeout) {
-  unconnected_rdma_server srv;
+  corvid::test::raw_server srv;
+  dangling_qp qp;
   corvid::client_config cc;
   cc.request_timeout = request_timeout;
   corvid::rpc_client client(cc);
   if (auto e = client.init_ibv(ibv)) return e;
+  // Takes the one connection the client makes below; joined first, the client closed next.
+  std::jthread answering([&] {
+    try {
+      srv.accept();
+      if (!srv.read_frame().empty()) srv.send(qp.setup_frame());  // the client's rdma_setup
+    } catch (const std::exception&) {  // the client hung up: its connect says why
+    }
+  });
   if (auto e = corvid::sync_wait(connect(client, srv.endpoint()))) return e;
   auto r = run(client.call<echo>("anyone there?"));
   return r ? corvid::rpc_error{} : r.error();
