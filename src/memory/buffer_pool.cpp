@@ -7,6 +7,8 @@
 #include "corvid/detail/buffer_memory.hpp"
 #include "corvid/memory/memory_tracker.hpp"
 
+#include "page_slab.hpp"
+
 namespace corvid {
 namespace {
 
@@ -51,6 +53,11 @@ buffer_pool::block buffer_pool::acquire(std::size_t size) {
     }
   }
   ++misses_;
+  if constexpr (detail::slab_backs_buffer_pool) {
+    if (capacity <= largest_class) {
+      if (char* p = detail::page_slab::process().take(capacity)) return {p, capacity};
+    }
+  }
   return {detail::buffer_allocate(capacity), capacity};
 }
 

@@ -6,8 +6,11 @@
 //
 // Not thread-safe: a pool belongs to one thread (for_this_thread()). A block may be released
 // on another thread than the one that acquired it; it then joins that thread's pool.
-// Blocks come from detail::buffer_allocate (malloc, or mmap above 256 KiB), so a byte_buffer
-// may grow or free an adopted block.
+// Blocks within the classes come from the process's page slab (src/memory/page_slab.hpp:
+// page-aligned, apart from malloc's heap, their pages returned to the system when the pool
+// frees them), or from malloc when the slab has none; bigger ones from
+// detail::buffer_allocate (mmap). detail::buffer_free and buffer_reallocate know each kind, so
+// a byte_buffer may grow or free an adopted block.
 #include <array>
 #include <cstddef>
 #include <cstdint>
