@@ -88,10 +88,9 @@ char* page_slab::take(std::size_t capacity) noexcept {
 }
 
 void page_slab::give(char* p) noexcept {
-  const std::size_t capacity = capacity_of(p);
+  const std::size_t i = class_of(p);
   // The pages go back now; the next touch of the block maps fresh zero pages.
-  ::madvise(p, capacity, MADV_DONTNEED);
-  const std::size_t i = static_cast<std::size_t>(std::countr_zero(capacity / smallest_class));
+  ::madvise(p, smallest_class << i, MADV_DONTNEED);
   std::lock_guard lk(mutex_);
   try {
     parts_[i].free.push_back(p);

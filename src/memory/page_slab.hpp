@@ -60,18 +60,17 @@ class page_slab {
     return a >= begin_ && a < end_;
   }
   // The class capacity of a block that owns() says is here.
-  std::size_t capacity_of(const void* p) const noexcept {
-    return smallest_class << ((reinterpret_cast<std::uintptr_t>(p) - begin_) / part_);
-  }
-
-  std::uintptr_t begin() const noexcept { return begin_; }
-  std::uintptr_t end() const noexcept { return end_; }
+  std::size_t capacity_of(const void* p) const noexcept { return smallest_class << class_of(p); }
   // Blocks given back and not taken again, over all classes.
   std::size_t free_blocks() const;
   // Address space committed so far (blocks ever made, in commit_step units per class).
   std::size_t committed_bytes() const;
 
  private:
+  // A block's class index: which part of the reservation it lies in.
+  std::size_t class_of(const void* p) const noexcept {
+    return (reinterpret_cast<std::uintptr_t>(p) - begin_) / part_;
+  }
   struct part {
     std::uintptr_t next = 0;       // where the next new block starts
     std::uintptr_t committed = 0;  // committed up to here
