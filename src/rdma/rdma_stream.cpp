@@ -428,6 +428,7 @@ void rdma_stream::close(std::function<void()> closed) {
     return;
   }
   closed_ = true;
+  counters_ = &after_close_;
   on_closed_ = std::move(closed);
   if (read_handler_ || write_handler_) {
     asio::post(reactor_, [self = shared_from_this()] {

@@ -120,7 +120,10 @@ class rdma_stream : public std::enable_shared_from_this<rdma_stream> {
   std::shared_ptr<rdma_context> ctx_;
   asio::io_context& reactor_;
   stream_registry& registry_;
+  // The owner's counters until it closes the stream; then the owner may go while the stream
+  // still drains completions (lingering sends, a queue pair's late error), which count here.
   rdma_counters* counters_;
+  rdma_counters after_close_;
   std::unique_ptr<verbs::completion_queue> cq_;
   std::unique_ptr<verbs::queue_pair> qp_;
   std::optional<asio::posix::stream_descriptor> cq_fd_;
